@@ -1,0 +1,106 @@
+package idemtest
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkit/kit/idem/localdynamo"
+)
+
+var shared struct {
+	once     sync.Once
+	server   *localdynamo.Server
+	endpoint string
+	err      error
+}
+
+// Endpoint returns the DynamoDB endpoint tests talk to:
+// $AWS_ENDPOINT_URL_DYNAMODB, else $AWS_ENDPOINT_URL, else a localdynamo
+// server shared by the whole test binary, started on first use. The shared
+// server exits with the test binary (it watches its stdin); call Stop from
+// TestMain to stop it earlier.
+func Endpoint(tb testing.TB) string {
+	tb.Helper()
+	if ep := ExternalEndpoint(); ep != "" {
+		return ep
+	}
+	shared.once.Do(func() {
+		shared.server, shared.err = localdynamo.Start(context.Background())
+		if shared.err == nil {
+			shared.endpoint = shared.server.Endpoint
+		}
+	})
+	if shared.err != nil {
+		tb.Fatalf("idemtest: no DynamoDB endpoint: %v", shared.err)
+	}
+	return shared.endpoint
+}
+
+// ExternalEndpoint is the endpoint the environment names, or "" when the
+// tests should start their own server.
+func ExternalEndpoint() string {
+	if ep := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); ep != "" {
+		return ep
+	}
+	return os.Getenv("AWS_ENDPOINT_URL")
+}
+
+// SharedServer is the server Endpoint started, or nil when the tests use an
+// external endpoint or have not asked for one yet.
+func SharedServer() *localdynamo.Server { return shared.server }
+
+// Stop stops the shared server, if one was started. Call it from TestMain
+// after m.Run.
+func Stop() {
+	if shared.server != nil {
+		_ = shared.server.Stop()
+	}
+}
+
+// Server starts a server of the test's own, stopped when the test ends. Use
+// it when a test needs what only localdynamo does (Sweep, Reset, a process to
+// stop); Endpoint is cheaper otherwise.
+func Server(tb testing.TB, optFns ...func(*localdynamo.Options)) *localdynamo.Server {
+	tb.Helper()
+	srv, err := localdynamo.Start(context.Background(), optFns...)
+	if err != nil {
+		tb.Fatalf("idemtest: %v", err)
+	}
+	tb.Cleanup(func() { _ = srv.Stop() })
+	return srv
+}
+
+// Client returns a DynamoDB client for Endpoint.
+func Client(tb testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	tb.Helper()
+	return NewClient(Endpoint(tb), optFns...)
+}
+
+// NewClient returns a DynamoDB client for endpoint. It uses the
+// environment's credentials and Region when set and dummy ones otherwise, as
+// a local server accepts any.
+func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = os.Getenv("AWS_DEFAULT_REGION")
+	}
+	if region == "" {
+		region = "us-east-1"
+	}
+	key, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if key == "" || secret == "" {
+		key, secret = "test", "test"
+	}
+	opts := dynamodb.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider(key, secret, os.Getenv("AWS_SESSION_TOKEN")),
+	}
+	return dynamodb.New(opts, optFns...)
+}

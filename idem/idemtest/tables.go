@@ -1,0 +1,82 @@
+package idemtest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Table describes a table for CreateTable. Key attributes are strings (S).
+type Table struct {
+	// Name is the table's name prefix; a unique suffix is added so tests
+	// sharing one server never meet.
+	Name string
+	// HashKey is the partition key attribute.
+	HashKey string
+	// RangeKey is the sort key attribute, or "" for none.
+	RangeKey string
+	// TTLAttribute, when set, has TTL enabled on it.
+	TTLAttribute string
+}
+
+var tableSeq atomic.Int64
+
+// CreateTable creates an on-demand table with a unique name, waits until it
+// is active, and deletes it when the test ends. It returns the name.
+func CreateTable(tb testing.TB, client *dynamodb.Client, t Table) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := fmt.Sprintf("%s-%s-%d-%d", t.Name, sanitize(tb.Name()), time.Now().UnixNano()%1e6, tableSeq.Add(1))
+	if len(name) > 255 {
+		name = name[len(name)-255:]
+	}
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(t.HashKey), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(t.HashKey), KeyType: types.KeyTypeHash}},
+	}
+	if t.RangeKey != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(t.RangeKey), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(t.RangeKey), KeyType: types.KeyTypeRange})
+	}
+	if _, err := client.CreateTable(ctx, in); err != nil {
+		tb.Fatalf("idemtest: create table %s: %v", name, err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
+		tb.Fatalf("idemtest: table %s not active: %v", name, err)
+	}
+	if t.TTLAttribute != "" {
+		_, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName:               aws.String(name),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(t.TTLAttribute), Enabled: aws.Bool(true)},
+		})
+		if err != nil {
+			tb.Fatalf("idemtest: enable TTL on %s: %v", name, err)
+		}
+	}
+	tb.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	return name
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+}

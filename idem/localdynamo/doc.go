@@ -1,0 +1,28 @@
+// Package localdynamo starts a local DynamoDB-compatible server on 127.0.0.1
+// that behaves like DynamoDB under load, for tests, the local stack and
+// benchmarks.
+//
+// It runs moto (https://github.com/getmoto/moto, Apache-2.0) with a small
+// patch, embedded here as localdynamo.py, that fixes what stock moto_server
+// gets wrong for an idempotency kit:
+//
+//   - requests are served one at a time, so concurrent transactions cannot
+//     erase each other's writes;
+//   - a cancelled TransactWriteItems restores only the items it touched, so a
+//     transaction costs the same at 100 items and at 10,000;
+//   - an optional sweeper deletes expired items of tables with TTL enabled, as
+//     DynamoDB's TTL does (lazily, in DynamoDB's case).
+//
+// Usage:
+//
+//	srv, err := localdynamo.Start(ctx)
+//	if err != nil { ... }
+//	defer srv.Stop()
+//	// point the SDK at srv.Endpoint (AWS_ENDPOINT_URL_DYNAMODB)
+//
+// StartSQS starts moto's SQS in a process of its own, unpatched: an SQS long
+// poll must never hold up DynamoDB requests.
+//
+// moto is found as the python3 on PATH (Options.Python); when it is missing,
+// Start fails with the command that installs it.
+package localdynamo
