@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
 )
 
 // Table describes a table for CreateTable. Key attributes are strings (S).
@@ -79,4 +81,22 @@ func sanitize(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// ProcessedTable creates a processed-ids table keyed and TTL-enabled as a
+// Store with the same options expects, and returns its name.
+func ProcessedTable(tb testing.TB, client *dynamodb.Client, optFns ...func(*idem.Options)) string {
+	tb.Helper()
+	var o idem.Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	a := o.Attributes
+	if a.Key == "" {
+		a.Key = idem.DefaultAttributes.Key
+	}
+	if a.ExpiresAt == "" {
+		a.ExpiresAt = idem.DefaultAttributes.ExpiresAt
+	}
+	return CreateTable(tb, client, Table{Name: "processed", HashKey: a.Key, RangeKey: a.SortKey, TTLAttribute: a.ExpiresAt})
 }

@@ -1,0 +1,111 @@
+package idem
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Message is one delivery of a message.
+type Message struct {
+	// ID is the dedupe key: an id the sender keeps stable across retries,
+	// such as a provider's event id or an Idempotency-Key header. Each
+	// adapter documents which id it uses.
+	ID string
+	// Source names the sender, for per-sender metrics and, by default, the
+	// scope of its ids.
+	Source string
+	// Payload is the raw message. Its SHA-256 fingerprint tells a redelivery
+	// (same payload) from a reuse of the id for another payload.
+	Payload []byte
+}
+
+// Effect describes what a message does, as DynamoDB writes the kit commits
+// together with the message's claim.
+type Effect struct {
+	// Writes are the business writes (Put, Update, Delete, ConditionCheck),
+	// at most 99, none on the same item as another.
+	Writes []types.TransactWriteItem
+
+	// Response is stored with the claim and returned to every duplicate
+	// delivery, at most Options.MaxResponseBytes.
+	Response []byte
+
+	// Rejected, when set, makes a failed condition of one of Writes the
+	// message's recorded outcome: the response it returns is stored with a
+	// claim and no effect, so redeliveries replay it instead of retrying for
+	// ever. When nil, the rejection is returned as a *RejectedError and
+	// nothing is recorded.
+	Rejected func(*RejectedError) []byte
+}
+
+// Handler reads a message and describes its effect. It must not write to
+// DynamoDB itself; a returned error or a panic commits nothing.
+type Handler func(ctx context.Context, msg Message) (Effect, error)
+
+// Outcome is what became of a delivery.
+type Outcome string
+
+// Outcomes, also the names of the metrics.
+const (
+	// Processed: the claim and the effect committed.
+	Processed Outcome = "Processed"
+	// Duplicate: the id was claimed before; nothing applied.
+	Duplicate Outcome = "Duplicate"
+	// Rejected: a condition of the effect failed and the rejection was
+	// recorded as the message's outcome.
+	Rejected Outcome = "Rejected"
+	// KeyReuse: the id was claimed before for another payload.
+	KeyReuse Outcome = "KeyReuse"
+	// Failed: nothing committed; the delivery should be retried.
+	Failed Outcome = "Failed"
+)
+
+// Result is a successful delivery's outcome.
+type Result struct {
+	// Outcome is Processed, Duplicate or Rejected.
+	Outcome Outcome
+	// Record is the claim record: the one just written, or, for a
+	// Duplicate, the stored one whose Response is to be replayed.
+	Record Record
+	// Rejection is the failed condition, when Outcome is Rejected.
+	Rejection *RejectedError
+}
+
+// Record is a claim record as stored in the processed-ids table.
+type Record struct {
+	Key         string
+	Source      string
+	Fingerprint string
+	ClaimedAt   time.Time
+	ExpiresAt   time.Time
+	// Outcome is Processed or Rejected.
+	Outcome  Outcome
+	Response []byte
+}
+
+type ctxKey struct{}
+
+type delivery struct {
+	msg Message
+	key string
+}
+
+func withDelivery(ctx context.Context, msg Message, key string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, delivery{msg, key})
+}
+
+// FromContext returns the message a Handler's context carries.
+func FromContext(ctx context.Context) (Message, bool) {
+	d, ok := ctx.Value(ctxKey{}).(delivery)
+	return d.msg, ok
+}
+
+// KeyFromContext returns the claim key of the message a Handler's context
+// carries: stable across redeliveries, unique per scope and id. Pass it as
+// the idempotency key of any service the handler calls before the commit.
+func KeyFromContext(ctx context.Context) (string, bool) {
+	d, ok := ctx.Value(ctxKey{}).(delivery)
+	return d.key, ok
+}

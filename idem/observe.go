@@ -1,0 +1,108 @@
+package idem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// observer writes one log record and one metric per outcome.
+type observer struct {
+	log       *slog.Logger
+	now       func() time.Time
+	namespace string
+	mu        sync.Mutex // one EMF line at a time
+	metrics   io.Writer
+	buf       []byte
+}
+
+func newObserver(o *Options) observer {
+	return observer{log: o.Logger, now: o.Now, namespace: o.MetricsNamespace, metrics: o.Metrics}
+}
+
+// OutcomeOf names the outcome of a Process call, as logged and counted.
+func OutcomeOf(res Result, err error) Outcome {
+	switch {
+	case err == nil:
+		return res.Outcome
+	case errors.Is(err, ErrKeyReuse):
+		return KeyReuse
+	}
+	return Failed
+}
+
+func (o *observer) observe(ctx context.Context, msg Message, key string, res Result, err error) {
+	outcome := OutcomeOf(res, err)
+	level := slog.LevelInfo
+	switch outcome {
+	case Processed:
+		level = slog.LevelDebug
+	case KeyReuse, Failed:
+		level = slog.LevelWarn
+	}
+	if o.log.Enabled(ctx, level) {
+		attrs := []slog.Attr{slog.String("outcome", string(outcome)), slog.String("id", msg.ID), slog.String("source", msg.Source), slog.String("key", key)}
+		var kr *KeyReuseError
+		var pe *PanicError
+		switch {
+		case errors.As(err, &kr):
+			attrs = append(attrs, slog.String("fingerprint", kr.Fingerprint), slog.String("storedFingerprint", kr.Stored.Fingerprint))
+		case errors.As(err, &pe):
+			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+		}
+		if err != nil {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		}
+		if outcome == Duplicate {
+			attrs = append(attrs, slog.Time("claimedAt", res.Record.ClaimedAt))
+		}
+		o.log.LogAttrs(ctx, level, "idem: "+string(outcome), attrs...)
+	}
+	o.emit(outcome, msg.Source)
+}
+
+// emit writes one CloudWatch Embedded Metric Format record:
+// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
+func (o *observer) emit(outcome Outcome, source string) {
+	if o.metrics == io.Discard {
+		return
+	}
+	if source == "" {
+		source = "unknown"
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := o.buf[:0]
+	b = append(b, `{"_aws":{"Timestamp":`...)
+	b = strconv.AppendInt(b, o.now().UnixMilli(), 10)
+	b = append(b, `,"CloudWatchMetrics":[{"Namespace":`...)
+	b = appendJSONString(b, o.namespace)
+	b = append(b, `,"Dimensions":[["Source"]],"Metrics":[{"Name":"`...)
+	b = append(b, outcome...)
+	b = append(b, `","Unit":"Count"}]}]},"Source":`...)
+	b = appendJSONString(b, source)
+	b = append(b, `,"`...)
+	b = append(b, outcome...)
+	b = append(b, "\":1}\n"...)
+	o.buf = b
+	_, _ = o.metrics.Write(b)
+}
+
+// appendJSONString appends s as a JSON string; plain ASCII, the usual case,
+// without allocating.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

@@ -1,0 +1,149 @@
+package idem
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Options configure a Store. Every default is written once, on its field,
+// and applied in New.
+type Options struct {
+	// Attributes names the claim record's attributes.
+	// Defaults to DefaultAttributes for each empty name.
+	Attributes AttributeNames
+
+	// SortKeyValue is the claim record's sort key value, for tables whose key
+	// has a sort key (Attributes.SortKey). Defaults to "IDEM" when
+	// Attributes.SortKey is set; unused otherwise.
+	SortKeyValue string
+
+	// KeyPrefix starts every claim key, so claim records can share a table
+	// with other items (single-table designs). Defaults to "".
+	KeyPrefix string
+
+	// Scope is the namespace of message ids: the claim key is
+	// KeyPrefix + scope + "#" + id, so two senders may use the same ids.
+	// Defaults to the message's Source, or "default" when that is empty.
+	Scope string
+
+	// RetentionDays is how long a claim is kept, in days. It must exceed the
+	// longest time any sender may redeliver a message (SQS keeps messages up
+	// to 14 days, Stripe retries for 3). Defaults to 30.
+	RetentionDays int
+
+	// MaxResponseBytes bounds the response stored with a claim; a larger
+	// response is an *InvalidError and commits nothing. Defaults to 65,536.
+	MaxResponseBytes int
+
+	// MaxAttempts bounds how many times a transaction cancelled by a
+	// transaction conflict or throttling is sent, within the context's
+	// deadline. Defaults to 5.
+	MaxAttempts int
+
+	// BackoffBase is the first retry's largest delay; each retry doubles it,
+	// up to BackoffMax, and the delay is drawn uniformly below it (full
+	// jitter). Defaults to 25 milliseconds.
+	BackoffBase time.Duration
+
+	// BackoffMax caps a retry's delay. Defaults to 1 second.
+	BackoffMax time.Duration
+
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+
+	// Logger receives one record per outcome: Processed at DEBUG, Duplicate
+	// and Rejected at INFO, KeyReuse and Failed at WARN. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+
+	// Metrics receives one CloudWatch Embedded Metric Format line per outcome,
+	// with the message's Source as the dimension. Lambda sends stdout to
+	// CloudWatch Logs, which extracts the metrics. Defaults to os.Stdout; use
+	// io.Discard to turn metrics off.
+	Metrics io.Writer
+
+	// MetricsNamespace is the CloudWatch namespace of the metrics.
+	// Defaults to "Idem".
+	MetricsNamespace string
+}
+
+// AttributeNames are the claim record's attribute names.
+type AttributeNames struct {
+	Key         string // partition key (S); defaults to "pk"
+	SortKey     string // sort key (S), for tables that have one; defaults to none
+	ExpiresAt   string // expiry in epoch seconds (N), the table's TTL attribute; defaults to "expiresAt"
+	ClaimedAt   string // claim time, RFC 3339 (S); defaults to "claimedAt"
+	Source      string // sender (S); defaults to "source"
+	Fingerprint string // SHA-256 of the payload, hex (S); defaults to "fingerprint"
+	Outcome     string // "Processed" or "Rejected" (S); defaults to "outcome"
+	Response    string // stored response (B), absent when empty; defaults to "response"
+}
+
+// DefaultAttributes are the attribute names used where Options leave one
+// empty.
+var DefaultAttributes = AttributeNames{
+	Key:         "pk",
+	ExpiresAt:   "expiresAt",
+	ClaimedAt:   "claimedAt",
+	Source:      "source",
+	Fingerprint: "fingerprint",
+	Outcome:     "outcome",
+	Response:    "response",
+}
+
+func (o *Options) setDefaults() {
+	a := &o.Attributes
+	for _, f := range []struct {
+		v *string
+		d string
+	}{
+		{&a.Key, DefaultAttributes.Key},
+		{&a.ExpiresAt, DefaultAttributes.ExpiresAt},
+		{&a.ClaimedAt, DefaultAttributes.ClaimedAt},
+		{&a.Source, DefaultAttributes.Source},
+		{&a.Fingerprint, DefaultAttributes.Fingerprint},
+		{&a.Outcome, DefaultAttributes.Outcome},
+		{&a.Response, DefaultAttributes.Response},
+	} {
+		if *f.v == "" {
+			*f.v = f.d
+		}
+	}
+	if a.SortKey != "" && o.SortKeyValue == "" {
+		o.SortKeyValue = "IDEM"
+	}
+	if o.RetentionDays == 0 {
+		o.RetentionDays = 30
+	}
+	if o.MaxResponseBytes == 0 {
+		o.MaxResponseBytes = 64 << 10
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 5
+	}
+	if o.BackoffBase == 0 {
+		o.BackoffBase = 25 * time.Millisecond
+	}
+	if o.BackoffMax == 0 {
+		o.BackoffMax = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = os.Stdout
+	}
+	if o.MetricsNamespace == "" {
+		o.MetricsNamespace = "Idem"
+	}
+}
+
+// Retention is RetentionDays as a duration.
+func (o *Options) Retention() time.Duration {
+	return time.Duration(o.RetentionDays) * 24 * time.Hour
+}

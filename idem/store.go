@@ -1,0 +1,251 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// TransactWriteAPI is the one DynamoDB call the kit makes. *dynamodb.Client
+// implements it; so can a fake in a CPU benchmark.
+type TransactWriteAPI interface {
+	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// Store claims messages in a processed-ids table and commits their effects.
+// It is safe for concurrent use; build it once, outside the Lambda handler.
+type Store struct {
+	client TransactWriteAPI
+	table  string
+	opts   Options
+	obs    observer
+}
+
+// New returns a Store that keeps claim records in table.
+func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Store, error) {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	o.setDefaults()
+	switch {
+	case client == nil:
+		return nil, errors.New("idem: New: nil DynamoDB client")
+	case table == "":
+		return nil, errors.New("idem: New: empty processed-ids table name")
+	case o.RetentionDays < 1:
+		return nil, fmt.Errorf("idem: New: RetentionDays is %d; it must be a whole number of days, at least 1", o.RetentionDays)
+	case o.MaxResponseBytes < 0 || o.MaxAttempts < 0 || o.BackoffBase < 0 || o.BackoffMax < 0:
+		return nil, errors.New("idem: New: MaxResponseBytes, MaxAttempts, BackoffBase and BackoffMax must not be negative")
+	case len(o.SortKeyValue) > maxSortKeyBytes:
+		return nil, fmt.Errorf("idem: New: SortKeyValue is %d bytes; DynamoDB allows %d", len(o.SortKeyValue), maxSortKeyBytes)
+	}
+	return &Store{client: client, table: table, opts: o, obs: newObserver(&o)}, nil
+}
+
+// Options returns the Store's options, defaults applied.
+func (s *Store) Options() Options { return s.opts }
+
+// Table is the processed-ids table's name.
+func (s *Store) Table() string { return s.table }
+
+// Process runs h for msg and commits the effect it describes together with
+// msg's claim, in one TransactWriteItems.
+//
+// A nil error means the delivery is done: Processed, Duplicate (nothing
+// applied; Result.Record.Response is the stored response), or Rejected (the
+// effect's condition failed and Effect.Rejected recorded it). Any error
+// means nothing was committed by this delivery: *InvalidError,
+// *KeyReuseError, *RejectedError, *HandlerError, *PanicError,
+// *RetryableError or *StoreError.
+func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, error) {
+	key := s.claimKey(msg)
+	res, err := s.process(ctx, msg, key, h)
+	s.obs.observe(ctx, msg, key, res, err)
+	return res, err
+}
+
+// ReportFailure logs and counts a delivery that failed before Process could
+// run, such as one whose id could not be read.
+func (s *Store) ReportFailure(ctx context.Context, msg Message, err error) {
+	s.obs.observe(ctx, msg, s.claimKey(msg), Result{}, err)
+}
+
+func (s *Store) process(ctx context.Context, msg Message, key string, h Handler) (Result, error) {
+	if err := s.validateMessage(msg, key); err != nil {
+		return Result{}, err
+	}
+	eff, err := runHandler(withDelivery(ctx, msg, key), msg, key, h)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.validateEffect(key, &eff); err != nil {
+		return Result{}, err
+	}
+	now := s.opts.Now()
+	rec := Record{
+		Key:         key,
+		Source:      msg.Source,
+		Fingerprint: Fingerprint(msg.Payload),
+		ClaimedAt:   now,
+		ExpiresAt:   now.Add(s.opts.Retention()),
+		Outcome:     Processed,
+		Response:    eff.Response,
+	}
+	res, err := s.commit(ctx, rec, eff.Writes, now)
+	var rej *RejectedError
+	if eff.Rejected == nil || !errors.As(err, &rej) {
+		return res, err
+	}
+	// Record the rejection as the outcome: a claim without the effect.
+	rec.Outcome, rec.Response = Rejected, eff.Rejected(rej)
+	if len(rec.Response) > s.opts.MaxResponseBytes {
+		return Result{}, &InvalidError{Key: key, Reason: fmt.Sprintf("rejection response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(rec.Response), s.opts.MaxResponseBytes)}
+	}
+	res, err = s.commit(ctx, rec, nil, now)
+	if err == nil && res.Outcome == Processed {
+		res.Outcome, res.Rejection = Rejected, rej
+	}
+	return res, err
+}
+
+func runHandler(ctx context.Context, msg Message, key string, h Handler) (eff Effect, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			eff, err = Effect{}, &PanicError{Key: key, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if h == nil {
+		return Effect{}, &InvalidError{Key: key, Reason: "nil handler"}
+	}
+	eff, err = h(ctx, msg)
+	if err != nil {
+		return Effect{}, &HandlerError{Key: key, Err: err}
+	}
+	return eff, nil
+}
+
+// commit sends the claim and writes as one transaction, retrying conflicts
+// and throttling with jittered backoff within ctx's deadline.
+func (s *Store) commit(ctx context.Context, rec Record, writes []types.TransactWriteItem, now time.Time) (Result, error) {
+	items := make([]types.TransactWriteItem, 0, len(writes)+1)
+	items = append(items, s.claim(rec, now))
+	items = append(items, writes...)
+	// ClientRequestToken stays nil: the SDK fills it and reuses it across
+	// its own retries, which makes an ambiguous commit safe to resend.
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	for attempt := 1; ; attempt++ {
+		_, err := s.client.TransactWriteItems(ctx, in)
+		if err == nil {
+			return Result{Outcome: Processed, Record: rec}, nil
+		}
+		res, err, retry := s.classify(rec, writes, err)
+		if !retry {
+			return res, err
+		}
+		if attempt >= s.opts.MaxAttempts {
+			return Result{}, &RetryableError{Key: rec.Key, Attempts: attempt, Err: err}
+		}
+		if err := s.sleep(ctx, attempt); err != nil {
+			return Result{}, &RetryableError{Key: rec.Key, Attempts: attempt, Err: err}
+		}
+	}
+}
+
+// classify turns a failed TransactWriteItems into the delivery's outcome,
+// or says it is worth another attempt.
+func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error) (Result, error, bool) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		if isTransient(err) {
+			return Result{}, &RetryableError{Key: rec.Key, Attempts: 1, Err: err}, false
+		}
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" {
+			return Result{}, &InvalidError{Key: rec.Key, Reason: ae.ErrorMessage(), Server: true}, false
+		}
+		return Result{}, &StoreError{Key: rec.Key, Err: err}, false
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+		stored := s.decodeRecord(reasons[0].Item)
+		if stored.Fingerprint != rec.Fingerprint {
+			return Result{}, &KeyReuseError{Key: rec.Key, Fingerprint: rec.Fingerprint, Stored: stored}, false
+		}
+		return Result{Outcome: Duplicate, Record: stored}, nil, false
+	}
+	retry := false
+	for i, r := range reasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			if i > 0 && i <= len(writes) {
+				return Result{}, &RejectedError{Key: rec.Key, Index: i - 1, Table: writeTable(writes[i-1]), Item: r.Item}, false
+			}
+		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
+			retry = true
+		case "ValidationError":
+			return Result{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("write %d: %s", i-1, aws.ToString(r.Message)), Server: true}, false
+		}
+	}
+	if retry {
+		return Result{}, err, true
+	}
+	return Result{}, &StoreError{Key: rec.Key, Err: err}, false
+}
+
+// isTransient: errors the SDK gave up retrying, server faults, network
+// errors and the deadline. Nothing committed, or the SDK's retry with the
+// same ClientRequestToken would have said so; the delivery can be retried.
+func isTransient(err error) bool {
+	var (
+		maxAttempts *retry.MaxAttemptsError
+		ae          smithy.APIError
+		netErr      net.Error
+	)
+	switch {
+	case errors.As(err, &maxAttempts), errors.As(err, &netErr),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return true
+	case errors.As(err, &ae):
+		switch ae.ErrorCode() {
+		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+			"TransactionInProgressException", "InternalServerError", "ServiceUnavailable":
+			return true
+		}
+		return ae.ErrorFault() == smithy.FaultServer
+	}
+	return false
+}
+
+func writeTable(w types.TransactWriteItem) string {
+	table, _, _, _ := describeWrite(w)
+	return table
+}
+
+// sleep waits a full-jitter backoff, or returns early with the context's
+// error or when the wait would outlast its deadline.
+func (s *Store) sleep(ctx context.Context, attempt int) error {
+	ceiling := min(s.opts.BackoffBase<<min(attempt-1, 30), s.opts.BackoffMax)
+	d := time.Duration(rand.Int64N(int64(ceiling) + 1))
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+		return context.DeadlineExceeded
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
