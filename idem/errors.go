@@ -100,7 +100,9 @@ type PanicError struct {
 	Stack []byte
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("idem: %q: handler panicked: %v", e.Key, e.Value) }
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("idem: %q: handler panicked: %v", e.Key, e.Value)
+}
 
 // StoreError wraps a DynamoDB error that is neither transient nor the
 // message's fault (a missing table, denied access); nothing was committed.
