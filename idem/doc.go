@@ -4,7 +4,7 @@
 //
 // A handler describes its effect as DynamoDB writes and performs none itself:
 //
-//	store := idem.New(dynamodb.NewFromConfig(cfg), "processed-ids")
+//	store, err := idem.New(dynamodb.NewFromConfig(cfg), "processed-ids")
 //	res, err := store.Process(ctx, idem.Message{ID: "evt_001", Source: "credits", Payload: body},
 //		func(ctx context.Context, m idem.Message) (idem.Effect, error) {
 //			return idem.Effect{Writes: []types.TransactWriteItem{{Update: credit}}}, nil
