@@ -370,3 +370,27 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestSingleTableDesign(t *testing.T) {
+	e := newEnv(t, func(o *idem.Options) {
+		o.Attributes.SortKey = "sk"
+		o.KeyPrefix = "IDEM#"
+		o.Scope = "payments"
+	})
+	ctx := context.Background()
+	r := idemtest.Replay(ctx, 3, func(ctx context.Context) (idem.Result, error) {
+		return e.store.Process(ctx, msg, e.creditHandler(nil))
+	})
+	if len(r.Errors) > 0 || r.Processed != 1 || r.Duplicates != 2 {
+		t.Fatalf("want 1 Processed and 2 Duplicate, got %+v", r)
+	}
+	out, err := e.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.processed), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "IDEM#payments#evt_001"}, "sk": &types.AttributeValueMemberS{Value: "IDEM"},
+	}})
+	if err != nil || out.Item == nil {
+		t.Fatalf("claim record not at its documented key: %v", err)
+	}
+	if got := e.balance(t, "acc-9"); got != 500 {
+		t.Errorf("balance: want 500, got %d", got)
+	}
+}

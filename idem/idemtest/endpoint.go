@@ -27,8 +27,18 @@ var shared struct {
 // TestMain to stop it earlier.
 func Endpoint(tb testing.TB) string {
 	tb.Helper()
+	ep, err := SharedEndpoint()
+	if err != nil {
+		tb.Fatalf("idemtest: no DynamoDB endpoint: %v", err)
+	}
+	return ep
+}
+
+// SharedEndpoint is Endpoint for code without a testing.TB, such as an
+// Example.
+func SharedEndpoint() (string, error) {
 	if ep := ExternalEndpoint(); ep != "" {
-		return ep
+		return ep, nil
 	}
 	shared.once.Do(func() {
 		shared.server, shared.err = localdynamo.Start(context.Background())
@@ -36,10 +46,7 @@ func Endpoint(tb testing.TB) string {
 			shared.endpoint = shared.server.Endpoint
 		}
 	})
-	if shared.err != nil {
-		tb.Fatalf("idemtest: no DynamoDB endpoint: %v", shared.err)
-	}
-	return shared.endpoint
+	return shared.endpoint, shared.err
 }
 
 // ExternalEndpoint is the endpoint the environment names, or "" when the

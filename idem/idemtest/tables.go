@@ -34,9 +34,23 @@ var tableSeq atomic.Int64
 // is active, and deletes it when the test ends. It returns the name.
 func CreateTable(tb testing.TB, client *dynamodb.Client, t Table) string {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Name += "-" + sanitize(tb.Name())
+	name, err := MakeTable(context.Background(), client, t)
+	if err != nil {
+		tb.Fatalf("idemtest: %v", err)
+	}
+	tb.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	return name
+}
+
+// MakeTable is CreateTable for code without a testing.TB: the table stays
+// until the server stops.
+func MakeTable(ctx context.Context, client *dynamodb.Client, t Table) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	name := fmt.Sprintf("%s-%s-%d-%d", t.Name, sanitize(tb.Name()), time.Now().UnixNano()%1e6, tableSeq.Add(1))
+	name := fmt.Sprintf("%s-%d-%d", t.Name, time.Now().UnixNano()%1e6, tableSeq.Add(1))
 	if len(name) > 255 {
 		name = name[len(name)-255:]
 	}
@@ -53,10 +67,10 @@ func CreateTable(tb testing.TB, client *dynamodb.Client, t Table) string {
 		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(t.RangeKey), KeyType: types.KeyTypeRange})
 	}
 	if _, err := client.CreateTable(ctx, in); err != nil {
-		tb.Fatalf("idemtest: create table %s: %v", name, err)
+		return "", fmt.Errorf("create table %s: %w", name, err)
 	}
 	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
-		tb.Fatalf("idemtest: table %s not active: %v", name, err)
+		return "", fmt.Errorf("table %s not active: %w", name, err)
 	}
 	if t.TTLAttribute != "" {
 		_, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
@@ -64,13 +78,10 @@ func CreateTable(tb testing.TB, client *dynamodb.Client, t Table) string {
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(t.TTLAttribute), Enabled: aws.Bool(true)},
 		})
 		if err != nil {
-			tb.Fatalf("idemtest: enable TTL on %s: %v", name, err)
+			return "", fmt.Errorf("enable TTL on %s: %w", name, err)
 		}
 	}
-	tb.Cleanup(func() {
-		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-	})
-	return name
+	return name, nil
 }
 
 func sanitize(s string) string {

@@ -1,0 +1,66 @@
+package idem_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+)
+
+// A credit delivered three times is applied once; the redeliveries are
+// Duplicates that replay the stored response.
+func Example() {
+	ctx := context.Background()
+	client, processed, accounts := exampleTables(ctx) // a local DynamoDB, as in tests
+	store, err := idem.New(client, processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	if err != nil {
+		panic(err)
+	}
+	credit := func(ctx context.Context, m idem.Message) (idem.Effect, error) {
+		return idem.Effect{
+			Writes: []types.TransactWriteItem{{Update: &types.Update{
+				TableName:                 aws.String(accounts),
+				Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}},
+				UpdateExpression:          aws.String("ADD balance :cents"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":cents": &types.AttributeValueMemberN{Value: "500"}},
+			}}},
+			Response: []byte("credited acc-9"),
+		}, nil
+	}
+	msg := idem.Message{ID: "evt_001", Source: "credits", Payload: []byte(`{"account":"acc-9","cents":500}`)}
+	for range 3 {
+		res, err := store.Process(ctx, msg, credit)
+		fmt.Println(res.Outcome, string(res.Record.Response), err)
+	}
+	out, _ := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(accounts), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}}})
+	fmt.Println("balance", out.Item["balance"].(*types.AttributeValueMemberN).Value)
+	// Output:
+	// Processed credited acc-9 <nil>
+	// Duplicate credited acc-9 <nil>
+	// Duplicate credited acc-9 <nil>
+	// balance 500
+}
+
+func exampleTables(ctx context.Context) (client *dynamodb.Client, processed, accounts string) {
+	endpoint, err := idemtest.SharedEndpoint()
+	if err != nil {
+		panic(err)
+	}
+	client = idemtest.NewClient(endpoint)
+	processed, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+	if err != nil {
+		panic(err)
+	}
+	accounts, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "accounts", HashKey: "account"})
+	if err != nil {
+		panic(err)
+	}
+	return client, processed, accounts
+}

@@ -1,0 +1,105 @@
+package idem_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/idemkit/kit/idem"
+)
+
+// TestLogsAndMetricsPerOutcome checks one EMF record and one log record per
+// outcome, at the documented levels, with the source as the dimension.
+func TestLogsAndMetricsPerOutcome(t *testing.T) {
+	e := newEnv(t)
+	var logs, metrics bytes.Buffer
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	store, err := idem.New(e.client, e.processed, func(o *idem.Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.Metrics = &metrics
+		o.Now = func() time.Time { return now }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m := idem.Message{ID: "evt_9", Source: "stripe \"live\"", Payload: []byte("a")}
+	_, _ = store.Process(ctx, m, e.creditHandler(nil)) // Processed
+	_, _ = store.Process(ctx, m, e.creditHandler(nil)) // Duplicate
+	reused := m
+	reused.Payload = []byte("b")
+	_, _ = store.Process(ctx, reused, e.creditHandler(nil)) // KeyReuse
+	_, _ = store.Process(ctx, idem.Message{ID: "x", Source: "stripe \"live\""}, func(context.Context, idem.Message) (idem.Effect, error) {
+		return idem.Effect{}, errors.New("bad body")
+	}) // Failed
+	store.ReportFailure(ctx, idem.Message{Source: "stripe \"live\""}, errors.New("no key")) // Failed
+
+	want := []struct{ outcome, level string }{{"Processed", "DEBUG"}, {"Duplicate", "INFO"}, {"KeyReuse", "WARN"}, {"Failed", "WARN"}, {"Failed", "WARN"}}
+	var emf []map[string]any
+	for sc := bufio.NewScanner(&metrics); sc.Scan(); {
+		var rec map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("EMF line %q is not JSON: %v", sc.Text(), err)
+		}
+		emf = append(emf, rec)
+	}
+	var logged []map[string]any
+	for sc := bufio.NewScanner(&logs); sc.Scan(); {
+		var rec map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		logged = append(logged, rec)
+	}
+	if len(emf) != len(want) || len(logged) != len(want) {
+		t.Fatalf("want %d metric and log records, got %d and %d", len(want), len(emf), len(logged))
+	}
+	for i, w := range want {
+		rec := emf[i]
+		if rec[w.outcome] != 1.0 || rec["Source"] != "stripe \"live\"" {
+			t.Errorf("metric %d: want %s=1 for the source, got %v", i, w.outcome, rec)
+		}
+		aws := rec["_aws"].(map[string]any)
+		if aws["Timestamp"] != float64(now.UnixMilli()) {
+			t.Errorf("metric %d: timestamp %v", i, aws["Timestamp"])
+		}
+		cwm := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
+		if cwm["Namespace"] != "Idem" || cwm["Metrics"].([]any)[0].(map[string]any)["Name"] != w.outcome {
+			t.Errorf("metric %d: directive %v", i, cwm)
+		}
+		if logged[i]["outcome"] != w.outcome || logged[i]["level"] != w.level {
+			t.Errorf("log %d: want %s at %s, got %v", i, w.outcome, w.level, logged[i])
+		}
+	}
+	if logged[2]["fingerprint"] != idem.Fingerprint([]byte("b")) || logged[2]["storedFingerprint"] != idem.Fingerprint([]byte("a")) {
+		t.Errorf("key reuse log lacks both fingerprints: %v", logged[2])
+	}
+	if logged[1]["id"] != "evt_9" || logged[1]["source"] != "stripe \"live\"" {
+		t.Errorf("duplicate log lacks id and source: %v", logged[1])
+	}
+}
+
+func TestHandlerSeesItsMessageAndKey(t *testing.T) {
+	e := newEnv(t)
+	var gotKey string
+	var gotMsg idem.Message
+	_, err := e.store.Process(context.Background(), msg, func(ctx context.Context, m idem.Message) (idem.Effect, error) {
+		gotKey, _ = idem.KeyFromContext(ctx)
+		gotMsg, _ = idem.FromContext(ctx)
+		return idem.Effect{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotKey != "credits#evt_001" || gotMsg.ID != msg.ID {
+		t.Errorf("context: want key credits#evt_001 and id %s, got %q and %q", msg.ID, gotKey, gotMsg.ID)
+	}
+	if _, ok := idem.KeyFromContext(context.Background()); ok {
+		t.Error("a bare context claims to carry a key")
+	}
+}
