@@ -17,7 +17,9 @@ import (
 
 // fakeTx answers every TransactWriteItems in-process: a commit, or, when dup
 // is set, the cancellation a duplicate gets. For CPU benchmarks only.
-type fakeTx struct{ dup *types.TransactionCanceledException }
+type fakeTx struct {
+	dup *types.TransactionCanceledException
+}
 
 func (f *fakeTx) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	if f.dup != nil {
