@@ -144,3 +144,30 @@ func isCancelledByCondition(err error) bool {
 	}
 	return false
 }
+
+// TestClientRequestTokenMakesACommitIdempotent: the SDK resends a commit
+// whose answer was lost with the same token; DynamoDB answers success
+// without applying it again.
+func TestClientRequestTokenMakesACommitIdempotent(t *testing.T) {
+	c := idemtest.Client(t)
+	processed := idemtest.CreateTable(t, c, idemtest.Table{Name: "processed", HashKey: "pk"})
+	acct := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
+	ctx := context.Background()
+	in := claimAndCredit(processed, acct, "tok-1", "acc-1", 7)
+	in.ClientRequestToken = aws.String(fmt.Sprintf("token-%s", processed))
+	for i := range 3 {
+		if _, err := c.TransactWriteItems(ctx, in); err != nil {
+			t.Fatalf("send %d with the same token: %v", i, err)
+		}
+	}
+	if got := balance(t, c, acct, "acc-1"); got != 7 {
+		t.Errorf("balance: want 7, got %d", got)
+	}
+	other := claimAndCredit(processed, acct, "tok-2", "acc-1", 9)
+	other.ClientRequestToken = in.ClientRequestToken
+	_, err := c.TransactWriteItems(ctx, other)
+	var mismatch *types.IdempotentParameterMismatchException
+	if !errors.As(err, &mismatch) {
+		t.Errorf("same token, other parameters: want IdempotentParameterMismatchException, got %v", err)
+	}
+}

@@ -11,7 +11,10 @@
 //   - a cancelled TransactWriteItems restores only the items it touched, so a
 //     transaction costs the same at 100 items and at 10,000;
 //   - an optional sweeper deletes expired items of tables with TTL enabled, as
-//     DynamoDB's TTL does (lazily, in DynamoDB's case).
+//     DynamoDB's TTL does (lazily, in DynamoDB's case);
+//   - a TransactWriteItems resent with the ClientRequestToken of a commit
+//     from the last ten minutes succeeds without applying again, so the SDK's
+//     retry of a commit whose answer was lost behaves as on DynamoDB.
 //
 // Usage:
 //

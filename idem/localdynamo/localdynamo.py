@@ -5,13 +5,18 @@ Stock moto_server has three defects that make tests and benchmarks lie:
      transaction is cancelled, puts that copy back, erasing whatever other
      requests committed meanwhile (lost writes under concurrency);
   2. that deep copy makes a transaction's cost grow with the table size;
-  3. expired items are never deleted (no TTL sweeping).
-This server fixes all three with a small patch:
+  3. expired items are never deleted (no TTL sweeping);
+and it ignores TransactWriteItems' ClientRequestToken, so the SDK's resend of
+a commit whose answer was lost applies it again.
+This server fixes all four with a small patch:
   1. requests are served one at a time (a lock around the WSGI app), as
      DynamoDB serializes conflicting transactions;
   2. a cancelled transaction restores only the items it touched, with moto's
      cancellation semantics otherwise unchanged;
-  3. an optional sweeper deletes expired items of tables with TTL enabled.
+  3. an optional sweeper deletes expired items of tables with TTL enabled;
+  4. a TransactWriteItems repeated with a token that committed within ten
+     minutes succeeds without applying again, and with other parameters
+     fails with IdempotentParameterMismatchException, as DynamoDB does.
 It is started by the Go package github.com/idemkit/kit/idem/localdynamo, which
 embeds this file. With --mode sqs it serves moto unpatched and unserialized,
 so SQS long polls never stall DynamoDB requests.
@@ -19,6 +24,7 @@ so SQS long polls never stall DynamoDB requests.
 
 import argparse
 import copy
+import hashlib
 import inspect
 import json
 import logging
@@ -29,6 +35,7 @@ import time
 
 CHECKED_AGAINST = "5.2.1"
 FIVE_YEARS_SECONDS = 5 * 365 * 24 * 3600
+TOKEN_WINDOW_SECONDS = 600
 
 
 def fail(message: str) -> None:
@@ -42,6 +49,9 @@ try:
     from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
     from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.models.table import Table
+    from moto.dynamodb.responses import DynamoHandler
+    from moto.core.exceptions import JsonRESTError
+    from moto.core.responses import ActionResult
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
         create_backend_app,
@@ -72,6 +82,9 @@ def check_internals() -> None:
             problems.append(f"Table.{name} is gone")
     if "self.items = defaultdict(dict)" not in inspect.getsource(Table.__init__):
         problems.append("Table no longer keeps its items in self.items")
+    handler = getattr(DynamoHandler, "transact_write_items", None)
+    if handler is None or 'self.body["TransactItems"]' not in inspect.getsource(handler):
+        problems.append("DynamoHandler.transact_write_items no longer reads self.body")
     if problems:
         fail(
             f"moto {moto.__version__} differs from the moto {CHECKED_AGAINST} this patch "
@@ -158,6 +171,37 @@ def patch_transactions() -> None:
             raise
 
     DynamoDBBackend.transact_write_items = transact_write_items
+    patch_client_request_tokens()
+
+
+def patch_client_request_tokens() -> None:
+    """Makes TransactWriteItems idempotent per ClientRequestToken, as DynamoDB is."""
+    original = DynamoHandler.transact_write_items
+    committed = {}  # (account, region, token) -> (digest of the request, time)
+
+    def transact_write_items(self):
+        token = self.body.get("ClientRequestToken")
+        if not token:
+            return original(self)
+        now = time.time()
+        key = (self.current_account, self.region, token)
+        digest = hashlib.sha256(json.dumps(self.body.get("TransactItems"), sort_keys=True).encode()).hexdigest()
+        hit = committed.get(key)
+        if hit is not None and now - hit[1] < TOKEN_WINDOW_SECONDS:
+            if hit[0] != digest:
+                raise JsonRESTError(
+                    "IdempotentParameterMismatchException",
+                    "The ClientRequestToken was used with different parameters within the last ten minutes",
+                )
+            return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
+        result = original(self)  # raises when cancelled: nothing to remember
+        if len(committed) > 100_000:
+            for k in [k for k, v in committed.items() if now - v[1] >= TOKEN_WINDOW_SECONDS]:
+                del committed[k]
+        committed[key] = (digest, now)
+        return result
+
+    DynamoHandler.transact_write_items = transact_write_items
 
 
 def sweep(now: float) -> dict:
