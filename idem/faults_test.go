@@ -1,0 +1,93 @@
+package idem_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+)
+
+// TestFaultsNeverApplyTwice delivers messages through a client whose
+// requests are throttled, fail, reset, or lose their committed answer, and
+// redelivers every failure until it succeeds: each credit must land once.
+func TestFaultsNeverApplyTwice(t *testing.T) {
+	const messages, workers = 200, 8
+	faults := &idemtest.Faults{Seed: 7, Rates: map[idemtest.FaultKind]float64{
+		idemtest.FaultThrottle: 0.08, idemtest.FaultServerError: 0.08, idemtest.FaultReset: 0.08, idemtest.FaultLostResponse: 0.08,
+	}}
+	e := newEnv(t)
+	store, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each message is delivered 1 to 3 times, shuffled, and again after
+	// every failure.
+	var work []int
+	for i := range messages {
+		for range 1 + i%3 {
+			work = append(work, i)
+		}
+	}
+	rand.Shuffle(len(work), func(i, j int) { work[i], work[j] = work[j], work[i] })
+	var (
+		mu       sync.Mutex
+		outcomes = map[idem.Outcome]int{}
+		done     = make([]bool, messages)
+		wg       sync.WaitGroup
+		queue    = make(chan int, len(work))
+	)
+	for _, i := range work {
+		queue <- i
+	}
+	pending := len(work)
+	for range workers {
+		wg.Go(func() {
+			for i := range queue {
+				m := idem.Message{ID: fmt.Sprint("evt_", i), Source: "chaos", Payload: []byte(fmt.Sprint(i))}
+				res, err := store.Process(context.Background(), m, func(context.Context, idem.Message) (idem.Effect, error) {
+					return idem.Effect{Writes: []types.TransactWriteItem{e.credit(fmt.Sprint("acc-", i%5), i+1)}}, nil
+				})
+				mu.Lock()
+				outcomes[idem.OutcomeOf(res, err)]++
+				if err != nil {
+					queue <- i // redeliver; the queue holds room for it
+					mu.Unlock()
+					continue
+				}
+				done[i] = true
+				pending--
+				if pending == 0 {
+					close(queue)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	want := make([]int, 5)
+	for i := range messages {
+		want[i%5] += i + 1
+		if !done[i] {
+			t.Errorf("evt_%d never processed", i)
+		}
+	}
+	for a := range 5 {
+		if got := e.balance(t, fmt.Sprint("acc-", a)); got != want[a] {
+			t.Errorf("acc-%d: want %d, got %d (double or lost effect)", a, want[a], got)
+		}
+	}
+	counts := faults.Counts()
+	for _, k := range idemtest.FaultKinds {
+		if counts[k] == 0 {
+			t.Errorf("no %s fault injected in %d requests", k, faults.Requests())
+		}
+	}
+	t.Logf("deliveries %d, requests %d, faults %v, outcomes %v", len(work), faults.Requests(), counts, outcomes)
+}
