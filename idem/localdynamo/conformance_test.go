@@ -155,6 +155,9 @@ func TestClientRequestTokenMakesACommitIdempotent(t *testing.T) {
 	ctx := context.Background()
 	in := claimAndCredit(processed, acct, "tok-1", "acc-1", 7)
 	in.ClientRequestToken = aws.String(fmt.Sprintf("token-%s", processed))
+	// Binary and set values too: the server must fingerprint every type.
+	in.TransactItems[0].Put.Item["response"] = &types.AttributeValueMemberB{Value: []byte("ok")}
+	in.TransactItems[0].Put.Item["tags"] = &types.AttributeValueMemberBS{Value: [][]byte{[]byte("a"), []byte("b")}}
 	for i := range 3 {
 		if _, err := c.TransactWriteItems(ctx, in); err != nil {
 			t.Fatalf("send %d with the same token: %v", i, err)

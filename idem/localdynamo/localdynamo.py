@@ -23,6 +23,7 @@ so SQS long polls never stall DynamoDB requests.
 """
 
 import argparse
+import base64
 import copy
 import hashlib
 import inspect
@@ -174,6 +175,15 @@ def patch_transactions() -> None:
     patch_client_request_tokens()
 
 
+def _plain(value):
+    """JSON for what moto decodes into bytes (B and BS values)."""
+    if isinstance(value, (bytes, bytearray)):
+        return "b64:" + base64.b64encode(value).decode()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return repr(value)
+
+
 def patch_client_request_tokens() -> None:
     """Makes TransactWriteItems idempotent per ClientRequestToken, as DynamoDB is."""
     original = DynamoHandler.transact_write_items
@@ -185,7 +195,9 @@ def patch_client_request_tokens() -> None:
             return original(self)
         now = time.time()
         key = (self.current_account, self.region, token)
-        digest = hashlib.sha256(json.dumps(self.body.get("TransactItems"), sort_keys=True).encode()).hexdigest()
+        digest = hashlib.sha256(
+            json.dumps(self.body.get("TransactItems"), sort_keys=True, default=_plain).encode()
+        ).hexdigest()
         hit = committed.get(key)
         if hit is not None and now - hit[1] < TOKEN_WINDOW_SECONDS:
             if hit[0] != digest:
