@@ -30,7 +30,9 @@ type strategy interface {
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func n(v int64) types.AttributeValue  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
 
 func creditUpdate(table string, m message) *types.Update {
 	return &types.Update{
@@ -104,7 +106,7 @@ func (x *twoPhase) deliver(ctx context.Context, m message, failAfterEffect bool)
 			"expiration":         n(now.Add(time.Hour).Unix()),
 			"in_progress_expiry": n(now.Add(30 * time.Second).UnixMilli()),
 		},
-		ConditionExpression: aws.String("attribute_not_exists(pk) OR expiration < :now OR (#s = :inprogress AND in_progress_expiry < :nowms)"),
+		ConditionExpression:      aws.String("attribute_not_exists(pk) OR expiration < :now OR (#s = :inprogress AND in_progress_expiry < :nowms)"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now": n(now.Unix()), ":nowms": n(now.UnixMilli()), ":inprogress": s("INPROGRESS"),
