@@ -1,0 +1,126 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// MaxKeyBytes bounds an idempotency key.
+const MaxKeyBytes = 255
+
+// IdempotencyKey reads the Idempotency-Key header
+// (draft-ietf-httpapi-idempotency-key-header) or, when it is absent and
+// field is not "", the body's top-level string field of that name. The
+// header may be a bare value or the draft's structured-field string,
+// "…" with \" and \\ escapes; both forms of one value are the same key.
+func IdempotencyKey(field string) KeyFunc {
+	return func(h Header, body []byte) (string, error) {
+		if v := h.Get("Idempotency-Key"); v != "" {
+			return unquote(v)
+		}
+		if field == "" {
+			return "", errors.New("no Idempotency-Key header")
+		}
+		k, err := bodyString(body, field)
+		if err != nil {
+			return "", fmt.Errorf("no Idempotency-Key header, and %w", err)
+		}
+		return k, nil
+	}
+}
+
+// StripeEventID is Stripe's key: the event's top-level "id" (evt_…), which
+// Stripe keeps across every retry of the event.
+func StripeEventID(_ Header, body []byte) (string, error) {
+	return bodyString(body, "id")
+}
+
+// GitHubDelivery is GitHub's key: the X-GitHub-Delivery GUID, which a
+// redelivery keeps.
+func GitHubDelivery(h Header, _ []byte) (string, error) {
+	if v := h.Get("X-GitHub-Delivery"); v != "" {
+		return v, nil
+	}
+	return "", errors.New("no X-GitHub-Delivery header")
+}
+
+// bodyString reads a top-level string field of a JSON object. A map keeps
+// the match exact: decoding into a struct would match "ID" for "id".
+func bodyString(body []byte, field string) (string, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		return "", errors.New("the body is not a JSON object")
+	}
+	raw, ok := obj[field]
+	if !ok {
+		return "", fmt.Errorf("the body has no %q field", field)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("the body's %q field is not a string", field)
+	}
+	return s, nil
+}
+
+// unquote reads a structured-field string ("…"); any other value is
+// returned as it is.
+func unquote(v string) (string, error) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return v, nil
+	}
+	b := make([]byte, 0, len(v)-2)
+	for i := 1; i < len(v)-1; i++ {
+		c := v[i]
+		switch c {
+		case '"':
+			return "", errors.New(`the Idempotency-Key has an unescaped '"' inside its quotes`)
+		case '\\':
+			i++
+			if i == len(v)-1 || v[i] != '"' && v[i] != '\\' {
+				return "", errors.New(`the Idempotency-Key has a '\' not followed by '"' or '\'`)
+			}
+			c = v[i]
+		}
+		b = append(b, c)
+	}
+	return string(b), nil
+}
+
+// checkKey accepts 1 to MaxKeyBytes printable ASCII characters (space to
+// '~'): what a structured-field string may hold, and what fits a claim key
+// with room to spare.
+func checkKey(k string) error {
+	if k == "" {
+		return errors.New("the idempotency key is empty")
+	}
+	if len(k) > MaxKeyBytes {
+		return fmt.Errorf("the idempotency key is %d bytes; at most %d are allowed", len(k), MaxKeyBytes)
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < ' ' || c > '~' {
+			return fmt.Errorf("the idempotency key has a control or non-ASCII character at byte %d; only printable ASCII is allowed", i)
+		}
+	}
+	return nil
+}
+
+// checkJSON accepts exactly one JSON value in valid UTF-8. json.Valid
+// refuses trailing data but not invalid UTF-8 inside strings, which
+// Unmarshal would silently turn into U+FFFD.
+func checkJSON(body []byte) error {
+	switch {
+	case len(body) == 0:
+		return errors.New("the body is empty; a JSON value is expected")
+	case !utf8.Valid(body):
+		return errors.New("the body is not valid UTF-8")
+	case !json.Valid(body):
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			return fmt.Errorf("the body is not one valid JSON value: %v", err)
+		}
+		return errors.New("the body is not one valid JSON value")
+	}
+	return nil
+}

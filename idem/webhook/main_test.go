@@ -1,0 +1,204 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/webhook"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	idemtest.Stop()
+	os.Exit(code)
+}
+
+// env is one test's tables on the real local endpoint, a Store over them,
+// and the Store's log.
+type env struct {
+	client    *dynamodb.Client
+	processed string
+	accounts  string
+	store     *idem.Store
+	log       *bytes.Buffer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	c := idemtest.Client(t)
+	e := &env{client: c, log: &bytes.Buffer{}}
+	e.processed = idemtest.ProcessedTable(t, c)
+	e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
+	store, err := idem.New(c, e.processed, func(o *idem.Options) {
+		o.Metrics = io.Discard
+		o.Logger = slog.New(slog.NewJSONHandler(e.log, nil))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store = store
+	return e
+}
+
+func (e *env) receiver(t *testing.T, optFns ...func(*webhook.Options)) *webhook.Receiver {
+	t.Helper()
+	r, err := webhook.New(e.store, creditHandler(e.accounts), optFns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func creditWrite(table, account string, cents int64) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(table),
+		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
+		UpdateExpression:          aws.String("ADD balance :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.FormatInt(cents, 10)}},
+	}}
+}
+
+// creditHandler credits {"account": …, "cents": …} and answers
+// {"id":"<key>","status":"processed"}.
+func creditHandler(accounts string) webhook.Handler {
+	return func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
+		var c struct {
+			Account string `json:"account"`
+			Cents   int64  `json:"cents"`
+		}
+		if err := json.Unmarshal(req.Body, &c); err != nil || c.Account == "" || c.Cents <= 0 {
+			return webhook.Effect{}, webhook.BadRequest(errors.New(`"account" must be a non-empty string and "cents" a positive whole number`))
+		}
+		resp, err := webhook.JSON(200, map[string]string{"status": "processed", "id": req.Key})
+		return webhook.Effect{Writes: []types.TransactWriteItem{creditWrite(accounts, c.Account, c.Cents)}, Response: resp}, err
+	}
+}
+
+func (e *env) balance(t *testing.T, account string) int64 {
+	t.Helper()
+	out, err := e.client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.accounts), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := out.Item["balance"].(*types.AttributeValueMemberN)
+	if n == nil {
+		return 0
+	}
+	v, _ := strconv.ParseInt(n.Value, 10, 64)
+	return v
+}
+
+func (e *env) claims(t *testing.T) int {
+	t.Helper()
+	out, err := e.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(e.processed), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Items)
+}
+
+// delivery is one HTTP request, sent in either payload format.
+type delivery struct {
+	body    string
+	headers map[string]string
+	base64  bool // send body base64-encoded, as API Gateway does for binary media
+}
+
+// answer is a response in either payload format, with the body decoded.
+type answer struct {
+	status  int
+	headers map[string]string
+	body    string
+}
+
+func (d delivery) wireBody() string {
+	if d.base64 {
+		return base64.StdEncoding.EncodeToString([]byte(d.body))
+	}
+	return d.body
+}
+
+func (d delivery) v2() events.APIGatewayV2HTTPRequest {
+	e := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /webhooks/credits", RawPath: "/webhooks/credits",
+		Headers: d.headers, Body: d.wireBody(), IsBase64Encoded: d.base64}
+	e.RequestContext.HTTP.Method = "POST"
+	return e
+}
+
+func (d delivery) v1() events.APIGatewayProxyRequest {
+	multi := map[string][]string{}
+	for k, v := range d.headers {
+		multi[k] = []string{v}
+	}
+	return events.APIGatewayProxyRequest{HTTPMethod: "POST", Resource: "/webhooks/credits", Path: "/webhooks/credits",
+		Headers: d.headers, MultiValueHeaders: multi, Body: d.wireBody(), IsBase64Encoded: d.base64}
+}
+
+func sendV2(t *testing.T, r *webhook.Receiver, d delivery) answer {
+	t.Helper()
+	resp, err := r.HandleV2(context.Background(), d.v2())
+	if err != nil {
+		t.Fatalf("HandleV2 returned an error: %v", err)
+	}
+	return decodeAnswer(t, resp.StatusCode, resp.Headers, resp.Body, resp.IsBase64Encoded)
+}
+
+func sendV1(t *testing.T, r *webhook.Receiver, d delivery) answer {
+	t.Helper()
+	resp, err := r.HandleV1(context.Background(), d.v1())
+	if err != nil {
+		t.Fatalf("HandleV1 returned an error: %v", err)
+	}
+	return decodeAnswer(t, resp.StatusCode, resp.Headers, resp.Body, resp.IsBase64Encoded)
+}
+
+func decodeAnswer(t *testing.T, status int, headers map[string]string, body string, b64 bool) answer {
+	t.Helper()
+	if b64 {
+		b, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			t.Fatalf("response body: %v", err)
+		}
+		body = string(b)
+	}
+	return answer{status, headers, body}
+}
+
+// problemDetail checks a problem+json answer and returns its detail.
+func problemDetail(t *testing.T, a answer) string {
+	t.Helper()
+	if ct := a.headers["Content-Type"]; ct != "application/problem+json" {
+		t.Fatalf("expect Content-Type application/problem+json, got %q (body %s)", ct, a.body)
+	}
+	var p struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}
+	if err := json.Unmarshal([]byte(a.body), &p); err != nil {
+		t.Fatalf("problem body %q: %v", a.body, err)
+	}
+	if p.Status != a.status || p.Type != "about:blank" || p.Title == "" || p.Detail == "" {
+		t.Fatalf("expect a problem with status %d, a title and a detail, got %+v", a.status, p)
+	}
+	return p.Detail
+}

@@ -1,0 +1,84 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Mux routes deliveries to Receivers by "METHOD /path", such as
+// "POST /webhooks/stripe", so one function can serve several senders. An
+// unknown route is a 404.
+type Mux map[string]*Receiver
+
+// HandleV2 routes an HTTP API delivery (payload format 2.0) by its route
+// key, else by its method and raw path, with the stage's prefix when the
+// stage is not $default, else without it.
+func (m Mux) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	method, path := e.RequestContext.HTTP.Method, e.RawPath
+	r := m[e.RouteKey]
+	if r == nil {
+		r = m[method+" "+path]
+	}
+	if stage := e.RequestContext.Stage; r == nil && stage != "" && stage != "$default" {
+		r = m[method+" "+strings.TrimPrefix(path, "/"+stage)]
+	}
+	if r == nil {
+		resp := notFound(method, path)
+		return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: string(resp.Body)}, nil
+	}
+	return r.HandleV2(ctx, e)
+}
+
+// HandleV1 routes a REST API proxy delivery by its method and resource,
+// else by its method and path.
+func (m Mux) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	r := m[e.HTTPMethod+" "+e.Resource]
+	if r == nil {
+		r = m[e.HTTPMethod+" "+e.Path]
+	}
+	if r == nil {
+		resp := notFound(e.HTTPMethod, e.Path)
+		return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: string(resp.Body)}, nil
+	}
+	return r.HandleV1(ctx, e)
+}
+
+// Handle serves either payload format, told apart by the event's "version"
+// and "httpMethod": for a function behind both a REST and an HTTP API, or
+// invoked locally with either kind of event. It returns an
+// events.APIGatewayV2HTTPResponse or an events.APIGatewayProxyResponse, and
+// an error only for an event that is neither.
+func (m Mux) Handle(ctx context.Context, event json.RawMessage) (any, error) {
+	var probe struct {
+		Version    string `json:"version"`
+		HTTPMethod string `json:"httpMethod"`
+	}
+	if err := json.Unmarshal(event, &probe); err != nil {
+		return nil, fmt.Errorf("webhook: the event is not an API Gateway request: %w", err)
+	}
+	switch {
+	case probe.Version == "2.0":
+		var e events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(event, &e); err != nil {
+			return nil, fmt.Errorf("webhook: the event is not an API Gateway request (payload 2.0): %w", err)
+		}
+		return m.HandleV2(ctx, e)
+	case probe.HTTPMethod != "":
+		var e events.APIGatewayProxyRequest
+		if err := json.Unmarshal(event, &e); err != nil {
+			return nil, fmt.Errorf("webhook: the event is not an API Gateway request (payload 1.0): %w", err)
+		}
+		return m.HandleV1(ctx, e)
+	}
+	return nil, errors.New(`webhook: the event is not an API Gateway request: it has neither "version": "2.0" nor "httpMethod"`)
+}
+
+func notFound(method, path string) Response {
+	return problem(http.StatusNotFound, "no webhook is served at "+method+" "+path)
+}

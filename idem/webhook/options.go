@@ -1,0 +1,99 @@
+package webhook
+
+import (
+	"context"
+	"time"
+)
+
+// Options configure a Receiver. Every default is written once, on its
+// field, and applied in New.
+type Options struct {
+	// Source names the sender: the claim records' Source, the metrics'
+	// dimension and, unless the Store sets a Scope, the namespace of its
+	// keys. Defaults to "webhook".
+	Source string
+
+	// Verifier authenticates each delivery over its raw body before anything
+	// else reads it; any error it returns is a 401. Defaults to nil, which
+	// accepts unsigned deliveries: set one for every sender that signs.
+	Verifier Verifier
+
+	// Key reads a delivery's idempotency key from its headers or body; an
+	// error, or a key that is empty, longer than 255 bytes or not printable
+	// ASCII, is a 400. Defaults to IdempotencyKey(""): the Idempotency-Key
+	// header.
+	Key KeyFunc
+
+	// MaxBodyBytes bounds the body, after base64 decoding; a larger body is
+	// a 413. Defaults to 262,144 (256 KiB).
+	MaxBodyBytes int
+
+	// RetryAfter is the Retry-After of the 503 sent when the store failed
+	// transiently, rounded up to whole seconds. Defaults to 1 second.
+	RetryAfter time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.Source == "" {
+		o.Source = "webhook"
+	}
+	if o.Key == nil {
+		o.Key = IdempotencyKey("")
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 256 << 10
+	}
+	if o.RetryAfter == 0 {
+		o.RetryAfter = time.Second
+	}
+}
+
+// A Verifier authenticates a delivery: it returns nil when the headers carry
+// a valid signature of body, the raw bytes as the sender sent them.
+type Verifier interface {
+	Verify(h Header, body []byte) error
+}
+
+// A KeyFunc reads a delivery's idempotency key, the id the sender keeps
+// stable across redeliveries. The Receiver validates what it returns.
+type KeyFunc func(h Header, body []byte) (string, error)
+
+// Handler reads a verified delivery and describes its effect and answer. It
+// must not write to DynamoDB itself. A returned error commits nothing: a
+// BadRequest error is a 400, any other error a 500.
+type Handler func(ctx context.Context, req Request) (Effect, error)
+
+// Request is a verified delivery with its key.
+type Request struct {
+	Method string // the HTTP method
+	Path   string // the raw path (payload v2) or the path (v1)
+	Header Header
+	// Body is the raw body, base64-decoded when API Gateway encoded it: the
+	// payload whose SHA-256 tells a redelivery from a reuse of the key.
+	Body   []byte
+	Key    string // the idempotency key, validated
+	Source string // Options.Source
+}
+
+// Stripe configures a Receiver for Stripe: Source "stripe", the
+// Stripe-Signature verified with secrets by a StripeVerifier (5 minutes'
+// tolerance), and the event's "id" (evt_…) as the key.
+func Stripe(secrets ...string) func(*Options) {
+	return func(o *Options) {
+		o.Source = "stripe"
+		o.Verifier = &StripeVerifier{Secrets: secrets}
+		o.Key = StripeEventID
+	}
+}
+
+// GitHub configures a Receiver for GitHub: Source "github", the
+// X-Hub-Signature-256 verified with secrets, and the X-GitHub-Delivery GUID
+// as the key. GitHub signs no timestamp, so replay protection rests on the
+// delivery id; set the hook's content type to application/json.
+func GitHub(secrets ...string) func(*Options) {
+	return func(o *Options) {
+		o.Source = "github"
+		o.Verifier = &HMACVerifier{Secrets: secrets, Header: "X-Hub-Signature-256"}
+		o.Key = GitHubDelivery
+	}
+}

@@ -1,0 +1,185 @@
+package webhook
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/kit/idem"
+)
+
+// Receiver turns API Gateway deliveries into exactly-once effects, each
+// answered with its first response. It is safe for concurrent use; build it
+// once, outside the Lambda handler.
+type Receiver struct {
+	store   *idem.Store
+	handler Handler
+	opts    Options
+}
+
+// New returns a Receiver that claims deliveries in store and runs h for
+// each first delivery.
+func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, error) {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	o.setDefaults()
+	switch {
+	case store == nil:
+		return nil, errors.New("webhook: New: nil Store")
+	case h == nil:
+		return nil, errors.New("webhook: New: nil Handler")
+	case o.MaxBodyBytes < 0 || o.RetryAfter < 0:
+		return nil, errors.New("webhook: New: MaxBodyBytes and RetryAfter must not be negative")
+	}
+	return &Receiver{store: store, handler: h, opts: o}, nil
+}
+
+// HandleV2 serves an HTTP API delivery (payload format 2.0), or a Lambda
+// function URL's. Every outcome is an HTTP response; the error is always
+// nil, since API Gateway would turn it into a bare 502.
+func (r *Receiver) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	req := Request{Method: e.RequestContext.HTTP.Method, Path: e.RawPath, Header: Header(e.Headers), Source: r.opts.Source}
+	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
+	body, b64 := wireBody(resp.Body)
+	return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
+}
+
+// HandleV1 serves a REST API proxy delivery (or an HTTP API's payload format
+// 1.0), as HandleV2 does.
+func (r *Receiver) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.opts.Source}
+	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
+	body, b64 := wireBody(resp.Body)
+	return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
+}
+
+// wireBody is a body as API Gateway takes it: text, or base64 when it is
+// not UTF-8.
+func wireBody(b []byte) (string, bool) {
+	if utf8.Valid(b) {
+		return string(b), false
+	}
+	return base64.StdEncoding.EncodeToString(b), true
+}
+
+// failure is a delivery refused before its claim: the status and the detail
+// sent back, and the cause that is logged.
+type failure struct {
+	status int
+	detail string
+	err    error
+}
+
+func (f *failure) Error() string { return fmt.Sprintf("webhook: %d: %s", f.status, f.detail) }
+func (f *failure) Unwrap() error { return f.err }
+
+// serve runs the pipeline: size, base64, signature, JSON, key, then the
+// claim and effect. Each step reads only what the previous ones vouched for.
+func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64 bool) Response {
+	limit := r.opts.MaxBodyBytes
+	switch {
+	case isBase64 && len(body) > base64.StdEncoding.EncodedLen(limit), !isBase64 && len(body) > limit:
+		return r.refuse(ctx, req, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit), nil)
+	case isBase64:
+		raw, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			return r.refuse(ctx, req, http.StatusBadRequest, "the body is marked base64 but is not valid base64", err)
+		}
+		if len(raw) > limit {
+			return r.refuse(ctx, req, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit), nil)
+		}
+		req.Body = raw
+	default:
+		req.Body = []byte(body)
+	}
+	if v := r.opts.Verifier; v != nil {
+		if err := v.Verify(req.Header, req.Body); err != nil {
+			return r.refuse(ctx, req, http.StatusUnauthorized, err.Error(), err)
+		}
+	}
+	if err := checkJSON(req.Body); err != nil {
+		return r.refuse(ctx, req, http.StatusBadRequest, err.Error(), err)
+	}
+	key, err := r.opts.Key(req.Header, req.Body)
+	if err == nil {
+		err = checkKey(key)
+	}
+	if err != nil {
+		return r.refuse(ctx, req, http.StatusBadRequest, err.Error(), err)
+	}
+	req.Key = key
+	return r.process(ctx, req)
+}
+
+// refuse answers a delivery refused before its claim, and logs and counts
+// it as the Store does its own outcomes.
+func (r *Receiver) refuse(ctx context.Context, req Request, status int, detail string, err error) Response {
+	r.store.ReportFailure(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, &failure{status, detail, err})
+	return problem(status, detail)
+}
+
+// process claims the delivery and commits its effect, and answers with the
+// response of the delivery that committed first.
+func (r *Receiver) process(ctx context.Context, req Request) Response {
+	var answer Response // this delivery's response, when it commits
+	res, err := r.store.Process(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body},
+		func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+			eff, err := r.handler(ctx, req)
+			if err != nil {
+				return idem.Effect{}, err
+			}
+			answer = normalize(eff.Response)
+			out := idem.Effect{Writes: eff.Writes, Response: encodeResponse(answer)}
+			if eff.Rejected != nil {
+				out.Rejected = func(rej *idem.RejectedError) []byte {
+					answer = normalize(eff.Rejected(rej))
+					return encodeResponse(answer)
+				}
+			}
+			return out, nil
+		})
+	if err != nil {
+		return r.answerError(req.Key, err)
+	}
+	if res.Outcome != idem.Duplicate {
+		return answer
+	}
+	stored, derr := decodeResponse(res.Record.Response)
+	if derr != nil {
+		r.store.ReportFailure(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, derr)
+		return problem(http.StatusInternalServerError, "this key was processed before, but its stored response is unreadable")
+	}
+	stored.Headers["Idempotent-Replayed"] = "true"
+	return stored
+}
+
+func normalize(r Response) Response {
+	if r.Status == 0 {
+		r.Status = http.StatusOK
+	}
+	return r
+}
+
+// answerError maps what Process returned to a status. Server-side causes get
+// a generic detail: the Store has logged the error itself.
+func (r *Receiver) answerError(key string, err error) Response {
+	var bad *BadRequestError
+	switch {
+	case errors.As(err, &bad):
+		return problem(http.StatusBadRequest, bad.Err.Error())
+	case errors.Is(err, idem.ErrKeyReuse):
+		return problem(http.StatusUnprocessableEntity, fmt.Sprintf("the idempotency key %q was used before with a different payload; send a new key for a new request", key))
+	case errors.Is(err, idem.ErrRetryable):
+		return unavailable(r.opts.RetryAfter)
+	case errors.Is(err, idem.ErrRejected):
+		return problem(http.StatusConflict, "a condition of the effect failed; nothing was applied or recorded")
+	}
+	return problem(http.StatusInternalServerError, "the delivery could not be processed; nothing was applied or recorded")
+}

@@ -1,0 +1,147 @@
+package webhook
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
+)
+
+// Effect is what a delivery does and answers.
+type Effect struct {
+	// Writes are the business writes, committed with the delivery's claim
+	// (see idem.Effect).
+	Writes []types.TransactWriteItem
+
+	// Response answers this delivery and, stored with the claim, every
+	// redelivery of it.
+	Response Response
+
+	// Rejected, when set, records a failed condition of one of Writes as the
+	// delivery's outcome: the claim commits without the effect, and the
+	// Response it returns answers this delivery and is replayed to every
+	// redelivery. When nil, a failed condition commits nothing and is a 409.
+	Rejected func(*idem.RejectedError) Response
+}
+
+// Response is an HTTP answer.
+type Response struct {
+	Status  int // the status code; 0 means 200
+	Headers map[string]string
+	Body    []byte
+}
+
+// JSON is a response with v as its JSON body.
+func JSON(status int, v any) (Response, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Response{}, err
+	}
+	return Response{Status: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: b}, nil
+}
+
+// BadRequestError is a Handler's verdict that the payload is malformed: a
+// 400 whose detail is Err's text. Nothing is recorded, so a corrected
+// payload needs a new key.
+type BadRequestError struct{ Err error }
+
+func (e *BadRequestError) Error() string { return "webhook: bad request: " + e.Err.Error() }
+func (e *BadRequestError) Unwrap() error { return e.Err }
+
+// BadRequest marks err as the payload's fault, for a Handler to return.
+func BadRequest(err error) error { return &BadRequestError{Err: err} }
+
+// problem is an RFC 9457 problem detail: type "about:blank", so the title
+// is the status's name and the detail says what went wrong.
+func problem(status int, detail string) Response {
+	b, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}{"about:blank", http.StatusText(status), status, detail})
+	return Response{Status: status, Headers: map[string]string{"Content-Type": "application/problem+json"}, Body: b}
+}
+
+// unavailable is the 503 of a transient store failure: the sender retries.
+func unavailable(retryAfter time.Duration) Response {
+	r := problem(http.StatusServiceUnavailable, "the delivery could not be recorded just now; nothing was applied, retry later")
+	r.Headers["Retry-After"] = strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10)
+	return r
+}
+
+// A stored response is: the format version (1), the status as a varint,
+// the header count and each name and value, lengths as uvarints, names
+// sorted; then the body, to the end.
+const responseFormat = 1
+
+func encodeResponse(r Response) []byte {
+	n := 1 + binary.MaxVarintLen64*(2+2*len(r.Headers)) + len(r.Body)
+	for k, v := range r.Headers {
+		n += len(k) + len(v)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, responseFormat)
+	b = binary.AppendVarint(b, int64(r.Status))
+	b = binary.AppendUvarint(b, uint64(len(r.Headers)))
+	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(r.Headers[k])))
+		b = append(b, r.Headers[k]...)
+	}
+	return append(b, r.Body...)
+}
+
+var errStoredResponse = errors.New("webhook: the stored response is not in this adapter's format")
+
+// decodeResponse reads what encodeResponse wrote, and refuses anything else
+// without panicking: a record may have been written by another adapter
+// sharing the scope.
+func decodeResponse(b []byte) (Response, error) {
+	if len(b) == 0 || b[0] != responseFormat {
+		return Response{}, errStoredResponse
+	}
+	b = b[1:]
+	status, n := binary.Varint(b)
+	if n <= 0 {
+		return Response{}, errStoredResponse
+	}
+	b = b[n:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)-n)/2 { // each header takes 2 bytes at least
+		return Response{}, errStoredResponse
+	}
+	b = b[n:]
+	r := Response{Status: int(status), Headers: make(map[string]string, count)}
+	for range count {
+		var k, v string
+		var ok bool
+		if k, b, ok = readString(b); !ok {
+			return Response{}, errStoredResponse
+		}
+		if v, b, ok = readString(b); !ok {
+			return Response{}, errStoredResponse
+		}
+		r.Headers[k] = v
+	}
+	r.Body = b
+	return r, nil
+}
+
+func readString(b []byte) (string, []byte, bool) {
+	l, n := binary.Uvarint(b)
+	if n <= 0 || l > uint64(len(b)-n) {
+		return "", nil, false
+	}
+	b = b[n:]
+	return string(b[:l]), b[l:], true
+}
