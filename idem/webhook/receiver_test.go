@@ -272,7 +272,9 @@ func TestRejectionsAreRecordedOrRefused(t *testing.T) {
 func TestServerSideFailures(t *testing.T) {
 	e := newEnv(t)
 	panicking := func(context.Context, webhook.Request) (webhook.Effect, error) { panic("boom") }
-	failing := func(context.Context, webhook.Request) (webhook.Effect, error) { return webhook.Effect{}, errors.New("db password is hunter2") }
+	failing := func(context.Context, webhook.Request) (webhook.Effect, error) {
+		return webhook.Effect{}, errors.New("db password is hunter2")
+	}
 	missing, err := idem.New(e.client, "no-such-table", func(o *idem.Options) { o.Metrics = io.Discard; o.Logger = slog.New(slog.DiscardHandler) })
 	if err != nil {
 		t.Fatal(err)
