@@ -1,8 +1,25 @@
 # One Makefile for people, CI and `sam build` (BuildMethod: makefile).
 GO     ?= go
 PYTHON ?= python3
+# cfn-lint through the same Python, whether or not its script is on PATH.
+CFN_LINT ?= $(PYTHON) -c 'import sys; from cfnlint.runner import main; sys.exit(main())'
 
-.PHONY: test bench moto
+# `sam build` runs build-<LogicalId> with ARTIFACTS_DIR set and expects
+# $(ARTIFACTS_DIR)/bootstrap, built for the functions' Architectures (arm64).
+# LAMBDA_GOOS/LAMBDA_GOARCH build the same targets for another platform.
+LAMBDA_GOOS   ?= linux
+LAMBDA_GOARCH ?= arm64
+LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath
+
+.PHONY: test bench moto tools lint-template build-QueueFunction build-WebhookFunction
+
+build-QueueFunction:
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-QueueFunction ARTIFACTS_DIR=out))
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/queue
+
+build-WebhookFunction:
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-WebhookFunction ARTIFACTS_DIR=out))
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/webhook
 
 # moto is the local DynamoDB- and SQS-compatible server the tests run against
 # (through idem/localdynamo). Installed when missing.
@@ -11,7 +28,20 @@ moto:
 	  $(PYTHON) -m pip install 'moto[server]' || \
 	  { echo "make: could not install moto; install Python 3 and run: pip install 'moto[server]'" >&2; exit 1; }
 
-test: moto
+# cfn-lint and aws-sam-translator check template.yaml. Installed when missing.
+tools: moto
+	@$(PYTHON) -c 'import cfnlint, samtranslator' 2>/dev/null || \
+	  $(PYTHON) -m pip install cfn-lint aws-sam-translator || \
+	  { echo "make: could not install the template checkers; run: pip install cfn-lint aws-sam-translator" >&2; exit 1; }
+
+# The template as CloudFormation will see it: cfn-lint's rules, then the SAM
+# transform itself (.ci/sam_translate.py, what `sam deploy` has run remotely).
+lint-template: tools
+	$(CFN_LINT) template.yaml
+	$(PYTHON) .ci/sam_translate.py template.yaml >/dev/null
+	@echo "template.yaml: cfn-lint clean, SAM transform ok"
+
+test: moto lint-template
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
