@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/functions/webhook/internal/routes"
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/webhook"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	idemtest.Stop()
+	os.Exit(code)
+}
+
+// The local test secrets the events are signed with (see internal/routes).
+var testEnv = map[string]string{"WEBHOOK_SECRET": "local-webhook-secret", "STRIPE_WEBHOOK_SECRET": "whsec_local_test"}
+
+func readEvent(t *testing.T, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestEventsRoundTrip decodes each event into aws-lambda-go's type,
+// refusing fields the type does not have, and expects every member of the
+// file back, equal, when the value is encoded again.
+func TestEventsRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		event any
+	}{
+		{"apigw-credits.json", &events.APIGatewayV2HTTPRequest{}},
+		{"apigw-credits-v1.json", &events.APIGatewayProxyRequest{}},
+		{"apigw-stripe.json", &events.APIGatewayV2HTTPRequest{}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			raw := readEvent(t, tc.file)
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(tc.event); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			out, err := json.Marshal(tc.event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, got any
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := lost(want, got, "$"); diff != "" {
+				t.Errorf("the round trip lost %s", diff)
+			}
+		})
+	}
+}
+
+// lost names the first member of want that got lacks or holds differently.
+func lost(want, got any, path string) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return path
+		}
+		for k, v := range w {
+			if d := lost(v, g[k], path+"."+k); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return path
+		}
+		for i := range w {
+			if d := lost(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	}
+	if got == nil && (want == nil || want == false || want == "" || want == 0.0) {
+		return "" // omitempty: a zero value is left out
+	}
+	if !reflect.DeepEqual(want, got) {
+		return fmt.Sprintf("%s (%v, got %v)", path, want, got)
+	}
+	return ""
+}
+
+func TestStripeEventIsSignedWithTheTestSecret(t *testing.T) {
+	var e events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(readEvent(t, "apigw-stripe.json"), &e); err != nil {
+		t.Fatal(err)
+	}
+	sig := webhook.Header(e.Headers).Get("Stripe-Signature")
+	ts, _, _ := strings.Cut(strings.TrimPrefix(sig, "t="), ",")
+	at, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		t.Fatalf("Stripe-Signature %q has no timestamp", sig)
+	}
+	v := &webhook.StripeVerifier{Secrets: []string{testEnv["STRIPE_WEBHOOK_SECRET"]}, Now: func() time.Time { return time.Unix(at, 0) }}
+	if err := v.Verify(e.Headers, []byte(e.Body)); err != nil {
+		t.Fatalf("expect a valid signature at its own time, got %v", err)
+	}
+}
+
+// TestEventsInvokeTheFunction sends each event through the function's
+// routes, as `sam local invoke -e` would, the Stripe one signed again now.
+func TestEventsInvokeTheFunction(t *testing.T) {
+	c := idemtest.Client(t)
+	processed := idemtest.ProcessedTable(t, c)
+	accounts := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
+	store, err := idem.New(c, processed, func(o *idem.Options) { o.Metrics = io.Discard; o.Logger = slog.New(slog.DiscardHandler) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, err := routes.New(context.Background(), store, accounts, webhook.SecretEnv{Getenv: func(k string) string { return testEnv[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stripe map[string]any
+	if err := json.Unmarshal(readEvent(t, "apigw-stripe.json"), &stripe); err != nil {
+		t.Fatal(err)
+	}
+	stripe["headers"].(map[string]any)["stripe-signature"] = webhook.StripeSignature(testEnv["STRIPE_WEBHOOK_SECRET"], time.Now(), []byte(stripe["body"].(string)))
+	resigned, _ := json.Marshal(stripe)
+
+	for _, tc := range []struct {
+		name     string
+		event    []byte
+		body     string
+		replayed string
+	}{
+		{"v2 credit", readEvent(t, "apigw-credits.json"), `{"status":"processed","id":"evt_001"}`, ""},
+		// The same key and body through the REST API: the same payload, replayed.
+		{"v1 credit", readEvent(t, "apigw-credits-v1.json"), `{"status":"processed","id":"evt_001"}`, "true"},
+		{"stripe payment", resigned, `{"status":"processed","id":"evt_3QF1xZ2eZvKYlo2C0Aqbx1Jm"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := mux.Handle(context.Background(), json.RawMessage(tc.event))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var status int
+			var headers map[string]string
+			var body string
+			switch r := out.(type) {
+			case events.APIGatewayV2HTTPResponse:
+				status, headers, body = r.StatusCode, r.Headers, r.Body
+			case events.APIGatewayProxyResponse:
+				status, headers, body = r.StatusCode, r.Headers, r.Body
+			}
+			if status != 200 || body != tc.body || headers["Idempotent-Replayed"] != tc.replayed {
+				t.Fatalf("expect 200 %s (replayed %q), got %d %v %s", tc.body, tc.replayed, status, headers, body)
+			}
+		})
+	}
+	out, err := c.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(accounts), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := out.Item["balance"].(*types.AttributeValueMemberN); n == nil || n.Value != "3000" {
+		t.Errorf("expect a balance of 3000 (500 once, 2500), got %v", out.Item["balance"])
+	}
+}

@@ -1,0 +1,128 @@
+// Package routes is the reference webhook function's two routes, each
+// applying a credit once:
+//
+//   - POST /webhooks/credits: {"id": "evt_001", "account": "acc-9",
+//     "cents": 500}, keyed by the Idempotency-Key header, else the body's
+//     "id"; signed with X-Signature when WEBHOOK_SECRET is configured;
+//   - POST /webhooks/stripe: a Stripe event, keyed by its id; a
+//     payment_intent.succeeded credits data.object.metadata.account with
+//     data.object.amount_received, any other type is acknowledged and
+//     recorded without effect. STRIPE_WEBHOOK_SECRET is required.
+//
+// Both answer a first delivery with 200 {"status": …, "id": "<key>"}, and
+// every redelivery with that same answer (see idem/webhook).
+//
+// The events under events/ are signed with WEBHOOK_SECRET=local-webhook-secret
+// and STRIPE_WEBHOOK_SECRET=whsec_local_test, test secrets only.
+package routes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/functions/internal/credit"
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/webhook"
+)
+
+// New returns the function's routes. Secrets are read through secrets from
+// WEBHOOK_SECRET and STRIPE_WEBHOOK_SECRET, or their _PARAMETER and _ID
+// forms; the Stripe secret is required.
+func New(ctx context.Context, store *idem.Store, accounts string, secrets webhook.SecretEnv) (webhook.Mux, error) {
+	generic, err := secrets.Load(ctx, "WEBHOOK_SECRET")
+	if err != nil {
+		return nil, err
+	}
+	stripe, err := secrets.Load(ctx, "STRIPE_WEBHOOK_SECRET")
+	if err != nil {
+		return nil, err
+	}
+	if len(stripe) == 0 {
+		return nil, errors.New("set STRIPE_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET_PARAMETER or STRIPE_WEBHOOK_SECRET_ID: Stripe deliveries must be verified")
+	}
+	credits, err := webhook.New(store, Credits(accounts), func(o *webhook.Options) {
+		o.Source = "credits"
+		o.Key = webhook.IdempotencyKey("id")
+		if len(generic) > 0 {
+			o.Verifier = &webhook.HMACVerifier{Secrets: generic}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	payments, err := webhook.New(store, Stripe(accounts), webhook.Stripe(stripe...))
+	if err != nil {
+		return nil, err
+	}
+	return webhook.Mux{"POST /webhooks/credits": credits, "POST /webhooks/stripe": payments}, nil
+}
+
+// Credits applies a credit message to the accounts table.
+func Credits(accounts string) webhook.Handler {
+	return func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
+		c, err := credit.Parse(req.Body)
+		if err != nil {
+			return webhook.Effect{}, webhook.BadRequest(err)
+		}
+		return answer("processed", req.Key, credit.Write(accounts, c))
+	}
+}
+
+// Stripe credits a payment_intent.succeeded to the account in the
+// PaymentIntent's metadata, and acknowledges any other event.
+func Stripe(accounts string) webhook.Handler {
+	return func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
+		var evt struct {
+			Type string `json:"type"`
+			Data struct {
+				Object json.RawMessage `json:"object"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(req.Body, &evt); err != nil {
+			return webhook.Effect{}, webhook.BadRequest(fmt.Errorf("not a Stripe event: %v", err))
+		}
+		if evt.Type != "payment_intent.succeeded" {
+			return answer("acknowledged", req.Key)
+		}
+		c, err := paymentCredit(evt.Data.Object)
+		if err != nil {
+			return webhook.Effect{}, webhook.BadRequest(err)
+		}
+		c.ID = req.Key
+		return answer("processed", req.Key, credit.Write(accounts, c))
+	}
+}
+
+// paymentCredit reads the credit a PaymentIntent carries. Metadata is a map
+// so "account" matches exactly; a struct field would also take "Account".
+func paymentCredit(object json.RawMessage) (credit.Credit, error) {
+	var pi struct {
+		AmountReceived json.RawMessage   `json:"amount_received"`
+		Metadata       map[string]string `json:"metadata"`
+	}
+	if err := json.Unmarshal(object, &pi); err != nil {
+		return credit.Credit{}, fmt.Errorf("data.object is not a PaymentIntent: %v", err)
+	}
+	n, err := strconv.ParseInt(string(pi.AmountReceived), 10, 64)
+	if err != nil || n <= 0 {
+		return credit.Credit{}, fmt.Errorf("data.object.amount_received must be a positive whole number that fits in 64 bits, got %q", pi.AmountReceived)
+	}
+	account := pi.Metadata["account"]
+	if account == "" {
+		return credit.Credit{}, errors.New("data.object.metadata.account is missing or empty")
+	}
+	return credit.Credit{Account: account, Cents: n}, nil
+}
+
+func answer(status, key string, writes ...types.TransactWriteItem) (webhook.Effect, error) {
+	resp, err := webhook.JSON(200, struct {
+		Status string `json:"status"`
+		ID     string `json:"id"`
+	}{status, key})
+	return webhook.Effect{Writes: writes, Response: resp}, err
+}
