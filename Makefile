@@ -6,12 +6,16 @@ CFN_LINT ?= $(PYTHON) -c 'import sys; from cfnlint.runner import main; sys.exit(
 
 # `sam build` runs build-<LogicalId> with ARTIFACTS_DIR set and expects
 # $(ARTIFACTS_DIR)/bootstrap, built for the functions' Architectures (arm64).
-# LAMBDA_GOOS/LAMBDA_GOARCH build the same targets for another platform.
+# `make local` runs the same targets with LAMBDA_GOOS/LAMBDA_GOARCH set to
+# this machine's, so a function is built one way only.
 LAMBDA_GOOS   ?= linux
 LAMBDA_GOARCH ?= arm64
 LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath
 
-.PHONY: test bench moto tools lint-template build-QueueFunction build-WebhookFunction
+# Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4'.
+LOCAL_FLAGS ?=
+
+.PHONY: test bench moto tools lint-template local demo build-QueueFunction build-WebhookFunction
 
 build-QueueFunction:
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-QueueFunction ARTIFACTS_DIR=out))
@@ -47,3 +51,16 @@ test: moto lint-template
 
 bench: moto
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The application on this machine, without Docker: local DynamoDB and SQS,
+# each function under the Lambda Runtime Interface Emulator, the HTTP API on
+# 127.0.0.1:3000, the SQS event source mapping. Ctrl-C stops it all.
+local: moto
+	$(GO) build -o bin/idem-local ./idem/cmd/idem-local
+	exec bin/idem-local $(LOCAL_FLAGS)
+
+# `make local`, then every message of events/ delivered three times, and the
+# balances: one effect per message.
+demo: moto
+	$(GO) build -o bin/idem-local ./idem/cmd/idem-local
+	exec bin/idem-local -demo -quiet $(LOCAL_FLAGS)

@@ -1,0 +1,379 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idemkit/kit/idem/localstack"
+)
+
+// message is one message of the demo, delivered several times.
+type message struct {
+	from string // file, or "built-in"
+	// http, or sqs
+	kind    string
+	method  string
+	path    string
+	headers map[string]string
+	body    []byte
+	attrs   map[string]sqstypes.MessageAttributeValue
+	// key is the message's idempotency key as the demo reads it, for
+	// display and to count each message's effect once.
+	key string
+	// account and cents are the credit, when the body is one.
+	account string
+	cents   int64
+}
+
+// builtIn is what the demo replays when the events directory has nothing
+// it can replay.
+func builtIn() []message {
+	var ms []message
+	for _, c := range []struct{ kind, id, account string }{
+		{"http", "evt_web_001", "acc-1"}, {"http", "evt_web_002", "acc-2"},
+		{"sqs", "evt_q_001", "acc-1"}, {"sqs", "evt_q_002", "acc-3"},
+	} {
+		body := fmt.Sprintf(`{"id":%q,"account":%q,"cents":%d}`, c.id, c.account, 100*(len(ms)+1))
+		m := message{from: "built-in", kind: c.kind, body: []byte(body), headers: map[string]string{}}
+		if c.kind == "http" {
+			m.method, m.path = "POST", "/webhooks/credits"
+			m.headers["content-type"] = "application/json"
+			m.headers["idempotency-key"] = c.id
+		}
+		ms = append(ms, m.withCredit())
+	}
+	return ms
+}
+
+func (m message) withCredit() message {
+	var c struct {
+		ID      string          `json:"id"`
+		Account string          `json:"account"`
+		Cents   json.RawMessage `json:"cents"`
+	}
+	if json.Unmarshal(m.body, &c) == nil {
+		if n, err := strconv.ParseInt(string(c.Cents), 10, 64); err == nil && c.Account != "" && n > 0 {
+			m.account, m.cents = c.Account, n
+		}
+	}
+	switch {
+	case m.headers["idempotency-key"] != "":
+		m.key = m.headers["idempotency-key"]
+	case m.attrs["IdempotencyKey"].StringValue != nil:
+		m.key = *m.attrs["IdempotencyKey"].StringValue
+	default:
+		m.key = c.ID
+	}
+	return m
+}
+
+// readEvents reads the SQS and API Gateway v2 events in dir.
+func readEvents(dir string) ([]message, []string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var ms []message
+	var skipped []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(b, &probe) != nil {
+			skipped = append(skipped, filepath.Base(f)+" (not a JSON object)")
+			continue
+		}
+		switch {
+		case probe["Records"] != nil:
+			var ev events.SQSEvent
+			if err := json.Unmarshal(b, &ev); err != nil {
+				skipped = append(skipped, filepath.Base(f)+" ("+err.Error()+")")
+				continue
+			}
+			for _, r := range ev.Records {
+				if r.EventSource != "aws:sqs" {
+					continue
+				}
+				m := message{from: filepath.Base(f), kind: "sqs", body: []byte(r.Body), attrs: map[string]sqstypes.MessageAttributeValue{}}
+				for k, a := range r.MessageAttributes {
+					m.attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+				}
+				ms = append(ms, m.withCredit())
+			}
+		case probe["routeKey"] != nil || probe["rawPath"] != nil:
+			var ev events.APIGatewayV2HTTPRequest
+			if err := json.Unmarshal(b, &ev); err != nil {
+				skipped = append(skipped, filepath.Base(f)+" ("+err.Error()+")")
+				continue
+			}
+			m := message{from: filepath.Base(f), kind: "http", method: ev.RequestContext.HTTP.Method, path: ev.RawPath, headers: map[string]string{}}
+			if m.method == "" {
+				m.method, _, _ = strings.Cut(ev.RouteKey, " ")
+			}
+			for k, v := range ev.Headers {
+				m.headers[strings.ToLower(k)] = v
+			}
+			m.body = []byte(ev.Body)
+			if ev.IsBase64Encoded {
+				if m.body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
+					skipped = append(skipped, filepath.Base(f)+" (body is not base64)")
+					continue
+				}
+			}
+			ms = append(ms, m.withCredit())
+		default:
+			skipped = append(skipped, filepath.Base(f)+" (neither an SQS nor an API Gateway v2 event)")
+		}
+	}
+	return ms, skipped, nil
+}
+
+// sign signs a webhook with the local secrets, as the sender would: the
+// events on disk carry signatures made with other secrets, or stale times.
+func sign(m message, secrets map[string]string, now time.Time) {
+	switch m.path {
+	case "/webhooks/credits":
+		if s := secrets["WEBHOOK_SECRET"]; s != "" {
+			m.headers["x-signature"] = "sha256=" + hmacHex(s, string(m.body))
+		}
+	case "/webhooks/stripe":
+		if s := secrets["STRIPE_WEBHOOK_SECRET"]; s != "" {
+			t := strconv.FormatInt(now.Unix(), 10)
+			m.headers["stripe-signature"] = "t=" + t + ",v1=" + hmacHex(s, t+"."+string(m.body))
+		}
+	}
+}
+
+func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[string]string, dir string, n int) error {
+	ms, skipped, err := readEvents(dir)
+	if err != nil {
+		return err
+	}
+	for _, sk := range skipped {
+		fmt.Fprintf(w, "demo: skipping %s\n", sk)
+	}
+	if len(ms) == 0 {
+		fmt.Fprintf(w, "demo: no SQS or API Gateway v2 events in %s/: replaying built-in credits\n", dir)
+		ms = builtIn()
+	}
+	accounts := ""
+	if t, ok := s.Tables["AccountsTable"]; ok {
+		accounts = t.Name
+	}
+	before, err := balances(ctx, s.DynamoDB(), accounts)
+	if err != nil {
+		return err
+	}
+	var queueURL string
+	if len(s.Pollers) > 0 {
+		queueURL = s.Pollers[0].Queue.URL
+	}
+	fmt.Fprintf(w, "demo: %d message(s), each delivered %d times\n", len(ms), n)
+	for _, m := range ms {
+		switch m.kind {
+		case "http":
+			sign(m, secrets, time.Now())
+			codes := postN(ctx, s.APIURL, m, n)
+			fmt.Fprintf(w, "demo:   %-4s %-20s %s %s ×%d → %s\n", "HTTP", m.key, m.method, m.path, n, strings.Join(codes, " "))
+		case "sqs":
+			if queueURL == "" {
+				fmt.Fprintf(w, "demo:   no queue is polled: skipping %s from %s\n", m.key, m.from)
+				continue
+			}
+			for range n {
+				in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(m.body))}
+				if len(m.attrs) > 0 {
+					in.MessageAttributes = m.attrs
+				}
+				if _, err := s.SQS().SendMessage(ctx, in); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(w, "demo:   %-4s %-20s sent ×%d to %s\n", "SQS", m.key, n, s.Pollers[0].Queue.Name)
+		}
+	}
+	if queueURL != "" {
+		fmt.Fprintf(w, "demo: waiting for the queue to drain…\n")
+		if err := drain(ctx, s.SQS(), queueURL, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	after, err := balances(ctx, s.DynamoDB(), accounts)
+	if err != nil {
+		return err
+	}
+	want := map[string]int64{}
+	seen := map[string]bool{}
+	for _, m := range ms {
+		id := m.kind + "/" + m.path + "/" + m.key
+		if m.account == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		want[m.account] += m.cents
+	}
+	fmt.Fprintf(w, "\ndemo: balances in %s (each credit counted once):\n", accounts)
+	fmt.Fprintf(w, "  %-12s %10s %10s %10s\n", "account", "before", "after", "expected")
+	bad := 0
+	names := slices.Collect(maps.Keys(after))
+	for k := range want {
+		if _, ok := after[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, acc := range names {
+		exp := "?"
+		mark := ""
+		if c, ok := want[acc]; ok {
+			exp = strconv.FormatInt(before[acc]+c, 10)
+			if before[acc]+c == after[acc] {
+				mark = "ok"
+			} else {
+				mark = "MISMATCH"
+				bad++
+			}
+		}
+		fmt.Fprintf(w, "  %-12s %10d %10d %10s  %s\n", acc, before[acc], after[acc], exp, mark)
+	}
+	if t, ok := s.Tables["ProcessedTable"]; ok {
+		out, err := s.DynamoDB().Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(t.Name), Select: ddbtypes.SelectCount})
+		if err == nil {
+			fmt.Fprintf(w, "demo: %d claim(s) in %s\n", out.Count, t.Name)
+		}
+	}
+	for _, id := range sortedKeys(s.Queues) {
+		q := s.Queues[id]
+		if q.MaxReceiveCount() > 0 {
+			continue
+		}
+		if n, err := visible(ctx, s.SQS(), q.URL); err == nil {
+			fmt.Fprintf(w, "demo: %d message(s) in %s\n", n, q.Name)
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d balance(s) differ from one effect per message", bad)
+	}
+	fmt.Fprintf(w, "demo: one effect per message\n")
+	return nil
+}
+
+// postN delivers a webhook n times at once, as a sender's retries racing
+// each other would.
+func postN(ctx context.Context, base string, m message, n int) []string {
+	codes := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, m.method, base+m.path, bytes.NewReader(m.body))
+			if err != nil {
+				codes[i] = "error"
+				return
+			}
+			for k, v := range m.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes[i] = "error"
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = strconv.Itoa(resp.StatusCode)
+		})
+	}
+	wg.Wait()
+	return codes
+}
+
+func balances(ctx context.Context, client *dynamodb.Client, table string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if table == "" {
+		return out, nil
+	}
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range page.Items {
+			acc, _ := item["account"].(*ddbtypes.AttributeValueMemberS)
+			bal, _ := item["balance"].(*ddbtypes.AttributeValueMemberN)
+			if acc == nil || bal == nil {
+				continue
+			}
+			n, _ := strconv.ParseInt(bal.Value, 10, 64)
+			out[acc.Value] = n
+		}
+	}
+	return out, nil
+}
+
+// drain waits until the queue holds no message, visible or in flight.
+func drain(ctx context.Context, client *sqs.Client, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(url),
+			AttributeNames: []sqstypes.QueueAttributeName{
+				sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+			},
+		})
+		if err != nil {
+			return err
+		}
+		total := 0
+		for _, v := range out.Attributes {
+			n, _ := strconv.Atoi(v)
+			total += n
+		}
+		if total == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the queue still holds %d message(s) after %v", total, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func visible(ctx context.Context, client *sqs.Client, url string) (int, error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+}

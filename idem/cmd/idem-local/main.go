@@ -1,0 +1,248 @@
+// Command idem-local runs the SAM application in template.yaml on this
+// machine, without Docker: `make local`. See idem/localstack.
+//
+//	idem-local [flags]            run the stack until Ctrl-C or SIGTERM
+//	idem-local -demo [flags]      run it, replay events/ with every message
+//	                              delivered several times, print the balances, exit
+//	idem-local send [-n N] BODY   send BODY to the running stack's queue N times
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idemkit/kit/idem/localstack"
+)
+
+// Local secret values, used when the environment sets none; the template
+// names the deployed ones in SSM or Secrets Manager.
+var defaultSecrets = map[string]string{
+	"WEBHOOK_SECRET":        "local-webhook-secret",
+	"STRIPE_WEBHOOK_SECRET": "whsec_local",
+}
+
+type kv map[string]string
+
+func (m kv) String() string { return fmt.Sprint(map[string]string(m)) }
+func (m kv) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	m[k] = v
+	return nil
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "send" {
+		if err := send(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "idem-local send:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	params, bootstraps := kv{}, kv{}
+	var (
+		template   = flag.String("template", "template.yaml", "the SAM template")
+		stackName  = flag.String("stack-name", "idem-local", "prefix of the local table and queue names")
+		apiAddr    = flag.String("api-addr", "127.0.0.1:3000", "where the HttpApi routes are served (port 0: any free port)")
+		instances  = flag.Int("instances", 2, "execution environments (emulator processes) per function, at most")
+		ttlSweep   = flag.Duration("ttl-sweep", 10*time.Second, "how often the local DynamoDB deletes expired claims (0: never)")
+		retryDelay = flag.Duration("retry-delay", time.Second, "how long a failed SQS record stays invisible before its next receive (negative: the queue's VisibilityTimeout, as in Lambda)")
+		demo       = flag.Bool("demo", false, "replay the events directory, each message delivered -deliveries times, print the balances and exit")
+		eventsDir  = flag.String("events", "events", "the events the demo replays")
+		deliveries = flag.Int("deliveries", 3, "how many times the demo delivers each message")
+		quiet      = flag.Bool("quiet", false, "hide the functions' own output")
+	)
+	flag.Var(params, "param", "a template parameter override, `Name=Value` (repeatable)")
+	flag.Var(bootstraps, "bootstrap", "run a prebuilt bootstrap for a function, `LogicalId=path` (repeatable)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	secrets := map[string]string{}
+	for name, def := range defaultSecrets {
+		if v := os.Getenv(name); v != "" {
+			secrets[name] = v
+		} else {
+			secrets[name] = def
+		}
+	}
+	var fnOut io.Writer = os.Stdout
+	if *quiet {
+		fnOut = io.Discard
+	}
+	begin := time.Now()
+	fmt.Fprintln(os.Stderr, "idem-local: building the functions and starting the local servers…")
+	stack, err := localstack.Start(ctx, func(o *localstack.Options) {
+		o.Template = *template
+		o.StackName = *stackName
+		o.APIAddr = *apiAddr
+		o.Instances = *instances
+		o.TTLSweepInterval = *ttlSweep
+		o.RetryDelay = *retryDelay
+		o.Parameters = params
+		o.Bootstraps = bootstraps
+		o.Secrets = secrets
+		o.Log = os.Stderr
+		o.FunctionOutput = fnOut
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "idem-local:", err)
+		os.Exit(1)
+	}
+	statePath := filepath.Join(stack.Options.BuildDir, "stack.json")
+	_ = writeState(statePath, stack)
+	defer os.Remove(statePath)
+
+	printBanner(os.Stdout, stack, secrets, time.Since(begin))
+
+	code := 0
+	if *demo {
+		if err := runDemo(ctx, os.Stdout, stack, secrets, *eventsDir, *deliveries); err != nil {
+			fmt.Fprintln(os.Stderr, "idem-local: demo:", err)
+			code = 1
+		}
+	} else {
+		<-ctx.Done()
+		fmt.Fprintln(os.Stderr, "\nidem-local: stopping…")
+	}
+	pids := stack.PIDs()
+	stack.Stop()
+	fmt.Fprintf(os.Stderr, "idem-local: stopped (processes %v)\n", pids)
+	os.Exit(code)
+}
+
+func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, took time.Duration) {
+	fmt.Fprintf(w, "\nidem-local: %s running (started in %v)\n", s.Options.Template, took.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "  DynamoDB   %s\n", s.DynamoDBEndpoint)
+	if s.SQSEndpoint != "" {
+		fmt.Fprintf(w, "  SQS        %s\n", s.SQSEndpoint)
+	}
+	for _, id := range sortedKeys(s.Tables) {
+		t := s.Tables[id]
+		extra := ""
+		if t.TTLAttribute != "" {
+			extra = " (TTL on " + t.TTLAttribute + ")"
+		}
+		fmt.Fprintf(w, "  table      %-28s %s%s\n", id, t.Name, extra)
+	}
+	for _, id := range sortedKeys(s.Queues) {
+		q := s.Queues[id]
+		extra := ""
+		if n := q.MaxReceiveCount(); n > 0 {
+			extra = fmt.Sprintf(" (to its dead-letter queue after %d receives)", n)
+		}
+		fmt.Fprintf(w, "  queue      %-28s %s%s\n", id, q.URL, extra)
+	}
+	for _, id := range sortedKeys(s.Functions) {
+		spec := s.Specs[id]
+		fmt.Fprintf(w, "  function   %-28s up to %d environments, timeout %v\n", id, s.Options.Instances, spec.Timeout)
+	}
+	for _, r := range s.Routes {
+		fmt.Fprintf(w, "  route      %-28s %s%s → %s\n", r.Key(), s.APIURL, r.Path, r.Function)
+	}
+	for _, p := range s.Pollers {
+		fmt.Fprintf(w, "  poller     %-28s %s → %s (batch %d, %d at once)\n", p.Source.Function+"."+p.Source.Event, p.Queue.Name, p.Source.Function, p.Source.BatchSize, p.Concurrency)
+	}
+	for _, name := range sortedKeys(secrets) {
+		fmt.Fprintf(w, "  secret     %-28s %q (set %s to change it)\n", name, secrets[name], name)
+	}
+
+	body := `{"id":"evt_001","account":"acc-9","cents":500}`
+	fmt.Fprintf(w, "\nSend a credit (repeat it: the balance moves once):\n")
+	for _, r := range s.Routes {
+		if r.Path != "/webhooks/credits" {
+			continue
+		}
+		sig := ""
+		if secret := secrets["WEBHOOK_SECRET"]; secret != "" {
+			sig = fmt.Sprintf(" \\\n    -H 'X-Signature: sha256=%s'", hmacHex(secret, body))
+		}
+		fmt.Fprintf(w, "  curl -i %s%s -H 'Idempotency-Key: evt_001'%s \\\n    -d '%s'\n", s.APIURL, r.Path, sig, body)
+		if secret := secrets["WEBHOOK_SECRET"]; secret != "" {
+			fmt.Fprintf(w, "  (sign another body: printf %%s \"$BODY\" | openssl dgst -sha256 -hmac '%s' | sed 's/^.* /sha256=/')\n", secret)
+		}
+	}
+	for _, p := range s.Pollers {
+		fmt.Fprintf(w, "  aws --endpoint-url %s --region %s sqs send-message --queue-url %s \\\n    --message-body '%s' \\\n    --message-attributes 'IdempotencyKey={DataType=String,StringValue=evt_001}'\n",
+			s.SQSEndpoint, s.Options.Region, p.Queue.URL, body)
+		fmt.Fprintf(w, "  go run ./idem/cmd/idem-local send -n 3 '%s'\n", body)
+		break
+	}
+	fmt.Fprintf(w, "  aws --endpoint-url %s --region %s dynamodb scan --table-name %s\n", s.DynamoDBEndpoint, s.Options.Region, firstTable(s, "AccountsTable"))
+	fmt.Fprintf(w, "\nCtrl-C stops everything.\n\n")
+}
+
+func firstTable(s *localstack.Stack, prefer string) string {
+	if t, ok := s.Tables[prefer]; ok {
+		return t.Name
+	}
+	for _, id := range sortedKeys(s.Tables) {
+		return s.Tables[id].Name
+	}
+	return ""
+}
+
+func hmacHex(secret, body string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(body))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// state is what `idem-local send` needs to reach a running stack.
+type state struct {
+	Region           string            `json:"region"`
+	DynamoDBEndpoint string            `json:"dynamodbEndpoint"`
+	SQSEndpoint      string            `json:"sqsEndpoint"`
+	APIURL           string            `json:"apiUrl"`
+	Queues           map[string]string `json:"queues"` // logical id → URL
+	Polled           []string          `json:"polled"` // URLs of the queues a function consumes
+}
+
+func writeState(path string, s *localstack.Stack) error {
+	st := state{Region: s.Options.Region, DynamoDBEndpoint: s.DynamoDBEndpoint, SQSEndpoint: s.SQSEndpoint, APIURL: s.APIURL, Queues: map[string]string{}}
+	for id, q := range s.Queues {
+		st.Queues[id] = q.URL
+	}
+	for _, p := range s.Pollers {
+		st.Polled = append(st.Polled, p.Queue.URL)
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func readState(path string) (*state, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no running stack (%s is missing): start one with make local", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st state
+	return &st, json.Unmarshal(b, &st)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

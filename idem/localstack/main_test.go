@@ -1,0 +1,100 @@
+package localstack
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/localdynamo"
+)
+
+// Things the tests share, built or started once per test binary.
+var shared struct {
+	dir string
+
+	rieOnce sync.Once
+	rie     string
+	rieErr  error
+
+	echoOnce sync.Once
+	echo     string
+	echoErr  error
+
+	sqsOnce sync.Once
+	sqs     *localdynamo.Server
+	sqsErr  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "localstack-test-")
+	if err != nil {
+		panic(err)
+	}
+	shared.dir = dir
+	code := m.Run()
+	if shared.sqs != nil {
+		_ = shared.sqs.Stop()
+	}
+	idemtest.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testRIE builds the Lambda Runtime Interface Emulator once.
+func testRIE(t *testing.T) string {
+	t.Helper()
+	shared.rieOnce.Do(func() {
+		o := &Options{Template: "../../template.yaml", BuildDir: shared.dir}
+		if shared.rieErr = o.setDefaults(); shared.rieErr == nil {
+			shared.rie, shared.rieErr = buildRIE(context.Background(), o)
+		}
+	})
+	if shared.rieErr != nil {
+		t.Fatal(shared.rieErr)
+	}
+	return shared.rie
+}
+
+// testEcho builds testdata/echo, a function that answers with its event.
+func testEcho(t *testing.T) string {
+	t.Helper()
+	shared.echoOnce.Do(func() {
+		dir := filepath.Join(shared.dir, "echo")
+		shared.echo = filepath.Join(dir, "bootstrap")
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", shared.echo, "./testdata/echo")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			shared.echoErr = &buildError{err, out}
+		}
+	})
+	if shared.echoErr != nil {
+		t.Fatal(shared.echoErr)
+	}
+	return shared.echo
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+
+// testSQS is moto's SQS, one server for the test binary.
+func testSQS(t *testing.T) string {
+	t.Helper()
+	if ep := os.Getenv("AWS_ENDPOINT_URL_SQS"); ep != "" {
+		return ep
+	}
+	shared.sqsOnce.Do(func() {
+		shared.sqs, shared.sqsErr = localdynamo.StartSQS(context.Background(), func(o *localdynamo.Options) { o.Log = os.Stderr })
+	})
+	if shared.sqsErr != nil {
+		t.Fatal(shared.sqsErr)
+	}
+	return shared.sqs.Endpoint
+}

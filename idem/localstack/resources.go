@@ -1,0 +1,512 @@
+package localstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// The resource types the stack creates on the local servers.
+const (
+	typeTable       = "AWS::DynamoDB::Table"
+	typeSimpleTable = "AWS::Serverless::SimpleTable"
+	typeQueue       = "AWS::SQS::Queue"
+	typeFunction    = "AWS::Serverless::Function"
+)
+
+// Table is a DynamoDB table the stack created (or found) for a template
+// resource.
+type Table struct {
+	LogicalID string
+	Name      string
+	ARN       string
+	// Input is what the stack sent to CreateTable, read from the template.
+	Input *dynamodb.CreateTableInput
+	// TTLAttribute is the attribute TTL was enabled on, or "".
+	TTLAttribute string
+}
+
+// Queue is an SQS queue the stack created for a template resource.
+type Queue struct {
+	LogicalID string
+	Name      string
+	URL       string
+	ARN       string
+	// Attributes are the attributes the stack sent to CreateQueue, read
+	// from the template.
+	Attributes map[string]string
+}
+
+// ResourceConfig configures CreateResources.
+type ResourceConfig struct {
+	// DynamoDB and SQS are the clients of the endpoints to create the
+	// tables and queues on; SQS may be nil when the template has no queue.
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	// StackName prefixes the names of the tables and queues the template
+	// leaves unnamed ("<StackName>-<LogicalId>"), and is AWS::StackName.
+	StackName string
+	// Region is AWS::Region.
+	Region string
+	// Parameters override the template's parameter defaults.
+	Parameters map[string]string
+	// Logf receives one line per resource created. Defaults to none.
+	Logf func(format string, args ...any)
+}
+
+// Resources are a template's tables and queues, created on local endpoints,
+// and the values its intrinsic functions resolve to there.
+type Resources struct {
+	// Tables and Queues are by logical id.
+	Tables map[string]*Table
+	Queues map[string]*Queue
+
+	p *provisioner
+}
+
+// CreateResources creates the template's AWS::DynamoDB::Table,
+// AWS::Serverless::SimpleTable and AWS::SQS::Queue resources from their own
+// properties, each after the resources it refers to. A table that exists
+// already is kept as it is.
+func CreateResources(ctx context.Context, t *Template, c ResourceConfig) (*Resources, error) {
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	pseudo := map[string]string{
+		"AWS::Region":    c.Region,
+		"AWS::AccountId": AccountID,
+		"AWS::StackName": c.StackName,
+		"AWS::StackId":   fmt.Sprintf("arn:aws:cloudformation:%s:%s:stack/%s/local", c.Region, AccountID, c.StackName),
+		"AWS::Partition": "aws",
+		"AWS::URLSuffix": "amazonaws.com",
+	}
+	r, err := newResolver(t, c.Parameters, pseudo)
+	if err != nil {
+		return nil, fmt.Errorf("localstack: %w", err)
+	}
+	res := &Resources{Tables: map[string]*Table{}, Queues: map[string]*Queue{}}
+	p := &provisioner{t: t, r: r, stackName: c.StackName, region: c.Region, account: AccountID,
+		ddb: c.DynamoDB, sqs: c.SQS, logf: c.Logf, values: map[string]*ResourceValue{}, busy: map[string]bool{},
+		Tables: res.Tables, Queues: res.Queues, skipped: map[string]bool{}}
+	res.p = p
+	r.resource = func(id string) (*ResourceValue, error) { return p.resource(ctx, id) }
+	if c.SQS == nil && len(t.OfType(typeQueue)) > 0 {
+		return nil, fmt.Errorf("localstack: the template has queues and there is no SQS endpoint")
+	}
+	if err := p.createAll(ctx); err != nil {
+		return nil, fmt.Errorf("localstack: %w", err)
+	}
+	return res, nil
+}
+
+// Eval evaluates the intrinsic functions in a template value (such as a
+// resource's Properties) against the local resources.
+func (r *Resources) Eval(v any) (any, error) { return r.p.r.eval(v) }
+
+// provisioner creates a template's tables and queues, each when it is first
+// needed: a queue's RedrivePolicy naming its dead-letter queue's Arn creates
+// that queue first.
+type provisioner struct {
+	t         *Template
+	r         *resolver
+	stackName string
+	region    string
+	account   string
+	ddb       *dynamodb.Client
+	sqs       *sqs.Client
+	logf      func(format string, args ...any)
+
+	values  map[string]*ResourceValue
+	busy    map[string]bool
+	Tables  map[string]*Table
+	Queues  map[string]*Queue
+	skipped map[string]bool // resources whose Condition is false
+}
+
+func (p *provisioner) resource(ctx context.Context, id string) (*ResourceValue, error) {
+	if v, ok := p.values[id]; ok {
+		return v, nil
+	}
+	if p.busy[id] {
+		return nil, fmt.Errorf("%s: circular reference", id)
+	}
+	p.busy[id] = true
+	defer delete(p.busy, id)
+	res := p.t.Resources[id]
+	if res.Condition != "" {
+		ok, err := p.r.condition(res.Condition)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		if !ok {
+			p.skipped[id] = true
+			return nil, fmt.Errorf("%s is not created: its condition %s is false", id, res.Condition)
+		}
+	}
+	var v *ResourceValue
+	var err error
+	switch res.Type {
+	case typeTable, typeSimpleTable:
+		v, err = p.createTable(ctx, res)
+	case typeQueue:
+		v, err = p.createQueue(ctx, res)
+	default:
+		v = p.placeholder(res)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	p.values[id] = v
+	return v, nil
+}
+
+// placeholder stands for a resource the local stack does not create (a
+// role, a log group, an alarm, the function itself): its Ref is a name
+// derived from the logical id, its Arn an ARN of the right shape.
+func (p *provisioner) placeholder(res Resource) *ResourceValue {
+	name := p.stackName + "-" + res.LogicalID
+	service := "cloudformation"
+	if parts := strings.Split(res.Type, "::"); len(parts) == 3 {
+		service = strings.ToLower(parts[1])
+	}
+	switch res.Type {
+	case typeFunction, "AWS::Lambda::Function":
+		service = "lambda"
+		name = "function:" + name
+	case "AWS::Logs::LogGroup":
+		name = "log-group:/aws/lambda/" + p.stackName + "-" + res.LogicalID + ":*"
+	}
+	arn := fmt.Sprintf("arn:aws:%s:%s:%s:%s", service, p.region, p.account, name)
+	return &ResourceValue{Ref: p.stackName + "-" + res.LogicalID, Attrs: map[string]string{"Arn": arn}}
+}
+
+// createAll creates every table and queue of the template.
+func (p *provisioner) createAll(ctx context.Context) error {
+	var errs []error
+	for _, typ := range []string{typeTable, typeSimpleTable, typeQueue} {
+		for _, id := range p.t.OfType(typ) {
+			if _, err := p.resource(ctx, id); err != nil && !p.skipped[id] {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *provisioner) props(res Resource) (map[string]any, error) {
+	v, err := p.r.eval(res.Properties)
+	if err != nil {
+		return nil, err
+	}
+	return mapOf(v), nil
+}
+
+func (p *provisioner) createTable(ctx context.Context, res Resource) (*ResourceValue, error) {
+	props, err := p.props(res)
+	if err != nil {
+		return nil, err
+	}
+	in, ttl, pitr, err := tableInput(res.Type, props)
+	if err != nil {
+		return nil, err
+	}
+	if in.TableName == nil {
+		in.TableName = aws.String(p.stackName + "-" + res.LogicalID)
+	}
+	name := *in.TableName
+	_, err = p.ddb.CreateTable(ctx, in)
+	var inUse *ddbtypes.ResourceInUseException
+	switch {
+	case errors.As(err, &inUse):
+		p.logf("table %s exists already: kept as it is", name)
+	case err != nil:
+		return nil, fmt.Errorf("create table %s: %w", name, err)
+	default:
+		p.logf("table %s created (%s)", name, res.LogicalID)
+	}
+	if err := dynamodb.NewTableExistsWaiter(p.ddb).Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, defaultWait); err != nil {
+		return nil, fmt.Errorf("table %s not active: %w", name, err)
+	}
+	if ttl != "" {
+		_, err := p.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName:               in.TableName,
+			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(ttl), Enabled: aws.Bool(true)},
+		})
+		if err != nil && !strings.Contains(err.Error(), "already enabled") {
+			return nil, fmt.Errorf("enable TTL on %s: %w", name, err)
+		}
+	}
+	if pitr {
+		_, err := p.ddb.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{
+			TableName:                        in.TableName,
+			PointInTimeRecoverySpecification: &ddbtypes.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)},
+		})
+		if err != nil {
+			p.logf("table %s: point-in-time recovery not enabled locally: %v", name, err)
+		}
+	}
+	desc, err := p.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName})
+	if err != nil {
+		return nil, fmt.Errorf("describe table %s: %w", name, err)
+	}
+	v := &ResourceValue{Ref: name, Attrs: map[string]string{"Arn": aws.ToString(desc.Table.TableArn)}}
+	if desc.Table.LatestStreamArn != nil {
+		v.Attrs["StreamArn"] = *desc.Table.LatestStreamArn
+	}
+	p.Tables[res.LogicalID] = &Table{LogicalID: res.LogicalID, Name: name, ARN: v.Attrs["Arn"], Input: in, TTLAttribute: ttl}
+	return v, nil
+}
+
+// tableInput reads a table's CreateTableInput from its template
+// properties. It applies the key schema, attribute definitions, billing mode
+// and throughput, indexes and stream; it returns the TTL attribute and
+// whether point-in-time recovery is on, which take calls of their own.
+// Encryption, tags, table class and deletion protection mean nothing
+// locally and are left out.
+func tableInput(typ string, props map[string]any) (in *dynamodb.CreateTableInput, ttl string, pitr bool, err error) {
+	in = &dynamodb.CreateTableInput{}
+	if name := scalarString(props["TableName"]); name != "" {
+		in.TableName = aws.String(name)
+	}
+	if typ == typeSimpleTable {
+		pk := mapOf(props["PrimaryKey"])
+		name, kind := scalarString(pk["Name"]), scalarString(pk["Type"])
+		if name == "" {
+			name = "id"
+		}
+		attrType := map[string]ddbtypes.ScalarAttributeType{"": "S", "String": "S", "Number": "N", "Binary": "B"}[kind]
+		if attrType == "" {
+			return nil, "", false, fmt.Errorf("PrimaryKey.Type %q: want String, Number or Binary", kind)
+		}
+		in.AttributeDefinitions = []ddbtypes.AttributeDefinition{{AttributeName: aws.String(name), AttributeType: attrType}}
+		in.KeySchema = []ddbtypes.KeySchemaElement{{AttributeName: aws.String(name), KeyType: ddbtypes.KeyTypeHash}}
+		if pt, ok := props["ProvisionedThroughput"]; ok {
+			in.BillingMode = ddbtypes.BillingModeProvisioned
+			if in.ProvisionedThroughput, err = throughput(pt); err != nil {
+				return nil, "", false, err
+			}
+		} else {
+			in.BillingMode = ddbtypes.BillingModePayPerRequest
+		}
+		return in, "", false, nil
+	}
+	for _, a := range listOf(props["AttributeDefinitions"]) {
+		am := mapOf(a)
+		in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{
+			AttributeName: aws.String(scalarString(am["AttributeName"])),
+			AttributeType: ddbtypes.ScalarAttributeType(scalarString(am["AttributeType"])),
+		})
+	}
+	in.KeySchema = keySchema(props["KeySchema"])
+	if len(in.KeySchema) == 0 {
+		return nil, "", false, fmt.Errorf("KeySchema is missing")
+	}
+	// CloudFormation's default billing mode is PROVISIONED.
+	in.BillingMode = ddbtypes.BillingModeProvisioned
+	if bm := scalarString(props["BillingMode"]); bm != "" {
+		in.BillingMode = ddbtypes.BillingMode(bm)
+	}
+	if in.BillingMode == ddbtypes.BillingModeProvisioned {
+		if in.ProvisionedThroughput, err = throughput(props["ProvisionedThroughput"]); err != nil {
+			return nil, "", false, err
+		}
+	}
+	for _, g := range listOf(props["GlobalSecondaryIndexes"]) {
+		gm := mapOf(g)
+		gsi := ddbtypes.GlobalSecondaryIndex{
+			IndexName:  aws.String(scalarString(gm["IndexName"])),
+			KeySchema:  keySchema(gm["KeySchema"]),
+			Projection: projection(gm["Projection"]),
+		}
+		if in.BillingMode == ddbtypes.BillingModeProvisioned {
+			if gsi.ProvisionedThroughput, err = throughput(gm["ProvisionedThroughput"]); err != nil {
+				return nil, "", false, fmt.Errorf("index %s: %w", *gsi.IndexName, err)
+			}
+		}
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, gsi)
+	}
+	for _, l := range listOf(props["LocalSecondaryIndexes"]) {
+		lm := mapOf(l)
+		in.LocalSecondaryIndexes = append(in.LocalSecondaryIndexes, ddbtypes.LocalSecondaryIndex{
+			IndexName:  aws.String(scalarString(lm["IndexName"])),
+			KeySchema:  keySchema(lm["KeySchema"]),
+			Projection: projection(lm["Projection"]),
+		})
+	}
+	if ss := mapOf(props["StreamSpecification"]); len(ss) > 0 {
+		in.StreamSpecification = &ddbtypes.StreamSpecification{
+			StreamEnabled:  aws.Bool(true),
+			StreamViewType: ddbtypes.StreamViewType(scalarString(ss["StreamViewType"])),
+		}
+	}
+	if t := mapOf(props["TimeToLiveSpecification"]); isTrue(t["Enabled"]) {
+		ttl = scalarString(t["AttributeName"])
+	}
+	pitr = isTrue(mapOf(props["PointInTimeRecoverySpecification"])["PointInTimeRecoveryEnabled"])
+	return in, ttl, pitr, nil
+}
+
+func keySchema(v any) []ddbtypes.KeySchemaElement {
+	var ks []ddbtypes.KeySchemaElement
+	for _, k := range listOf(v) {
+		km := mapOf(k)
+		ks = append(ks, ddbtypes.KeySchemaElement{
+			AttributeName: aws.String(scalarString(km["AttributeName"])),
+			KeyType:       ddbtypes.KeyType(scalarString(km["KeyType"])),
+		})
+	}
+	return ks
+}
+
+func projection(v any) *ddbtypes.Projection {
+	pm := mapOf(v)
+	p := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionType(scalarString(pm["ProjectionType"]))}
+	for _, a := range listOf(pm["NonKeyAttributes"]) {
+		p.NonKeyAttributes = append(p.NonKeyAttributes, scalarString(a))
+	}
+	return p
+}
+
+func throughput(v any) (*ddbtypes.ProvisionedThroughput, error) {
+	m := mapOf(v)
+	r, rok := number(m["ReadCapacityUnits"])
+	w, wok := number(m["WriteCapacityUnits"])
+	if !rok || !wok {
+		return nil, fmt.Errorf("ProvisionedThroughput with ReadCapacityUnits and WriteCapacityUnits is required for PROVISIONED billing")
+	}
+	return &ddbtypes.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(int64(r)), WriteCapacityUnits: aws.Int64(int64(w))}, nil
+}
+
+func isTrue(v any) bool {
+	return scalarString(v) == "true"
+}
+
+// queueAttributes are the AWS::SQS::Queue properties that are CreateQueue
+// attributes of the same name.
+var queueAttributes = []string{
+	"ContentBasedDeduplication", "DeduplicationScope", "DelaySeconds", "FifoQueue", "FifoThroughputLimit",
+	"KmsDataKeyReusePeriodSeconds", "KmsMasterKeyId", "MaximumMessageSize", "MessageRetentionPeriod",
+	"ReceiveMessageWaitTimeSeconds", "RedriveAllowPolicy", "RedrivePolicy", "SqsManagedSseEnabled", "VisibilityTimeout",
+}
+
+func (p *provisioner) createQueue(ctx context.Context, res Resource) (*ResourceValue, error) {
+	props, err := p.props(res)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := queueInput(props)
+	if err != nil {
+		return nil, err
+	}
+	name := scalarString(props["QueueName"])
+	if name == "" {
+		name = p.stackName + "-" + res.LogicalID
+		if attrs["FifoQueue"] == "true" {
+			name += ".fifo"
+		}
+	}
+	out, err := p.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		return nil, fmt.Errorf("create queue %s: %w", name, err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	got, err := p.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       out.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: %w", name, err)
+	}
+	arn := got.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	p.logf("queue %s created (%s)", name, res.LogicalID)
+	p.Queues[res.LogicalID] = &Queue{LogicalID: res.LogicalID, Name: name, URL: url, ARN: arn, Attributes: attrs}
+	return &ResourceValue{Ref: url, Attrs: map[string]string{"Arn": arn, "QueueName": name, "QueueUrl": url}}, nil
+}
+
+// queueInput reads a queue's CreateQueue attributes from its template
+// properties; the policies are JSON documents in SQS and may be YAML
+// mappings in a template.
+func queueInput(props map[string]any) (map[string]string, error) {
+	attrs := map[string]string{}
+	for _, k := range queueAttributes {
+		v, ok := props[k]
+		if !ok {
+			continue
+		}
+		switch v.(type) {
+		case map[string]any, []any:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			attrs[k] = string(b)
+		default:
+			attrs[k] = scalarString(v)
+		}
+	}
+	if rp, ok := attrs["RedrivePolicy"]; ok {
+		var pol struct {
+			DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+			MaxReceiveCount     any    `json:"maxReceiveCount"`
+		}
+		if err := json.Unmarshal([]byte(rp), &pol); err != nil || pol.DeadLetterTargetArn == "" {
+			return nil, fmt.Errorf("RedrivePolicy %s: want deadLetterTargetArn and maxReceiveCount", rp)
+		}
+		if _, err := strconv.Atoi(scalarString(jsonNumber(pol.MaxReceiveCount))); err != nil {
+			return nil, fmt.Errorf("RedrivePolicy maxReceiveCount %v is not a whole number", pol.MaxReceiveCount)
+		}
+	}
+	return attrs, nil
+}
+
+func jsonNumber(v any) any {
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return int64(f)
+	}
+	return v
+}
+
+// MaxReceiveCount is the queue's RedrivePolicy maxReceiveCount, or 0 when it
+// has no dead-letter queue.
+func (q *Queue) MaxReceiveCount() int {
+	var pol struct {
+		MaxReceiveCount json.Number `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(q.Attributes["RedrivePolicy"]), &pol); err != nil {
+		// maxReceiveCount may be a JSON string
+		var s struct {
+			MaxReceiveCount string `json:"maxReceiveCount"`
+		}
+		if json.Unmarshal([]byte(q.Attributes["RedrivePolicy"]), &s) != nil {
+			return 0
+		}
+		pol.MaxReceiveCount = json.Number(s.MaxReceiveCount)
+	}
+	n, _ := pol.MaxReceiveCount.Int64()
+	return int(n)
+}
+
+// IsFIFO reports whether the queue is a FIFO queue.
+func (q *Queue) IsFIFO() bool {
+	return q.Attributes["FifoQueue"] == "true" || strings.HasSuffix(q.Name, ".fifo")
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

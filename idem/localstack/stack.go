@@ -1,0 +1,566 @@
+package localstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/idemkit/kit/idem/localdynamo"
+)
+
+// defaultWait bounds the wait for a table to become active.
+const defaultWait = 2 * time.Minute
+
+// AccountID is the account the local servers (moto) use.
+const AccountID = "123456789012"
+
+// Options configure Start. Every default is written once, on its field, and
+// applied in Start.
+type Options struct {
+	// Template is the SAM template's path. Defaults to "template.yaml".
+	// Functions are built from its directory.
+	Template string
+
+	// StackName prefixes the names of the tables and queues the template
+	// leaves unnamed ("<StackName>-<LogicalId>"). Defaults to "idem-local".
+	StackName string
+
+	// Parameters override the template's parameter defaults.
+	Parameters map[string]string
+
+	// Region is the functions' AWS_REGION. Defaults to $AWS_REGION, else
+	// "us-east-1".
+	Region string
+
+	// DynamoDBEndpoint is the DynamoDB endpoint to use instead of starting
+	// one. Defaults to $AWS_ENDPOINT_URL_DYNAMODB; when that is empty too,
+	// Start starts idem/localdynamo's server.
+	DynamoDBEndpoint string
+
+	// SQSEndpoint is the SQS endpoint to use instead of starting one.
+	// Defaults to $AWS_ENDPOINT_URL_SQS; when that is empty too, Start
+	// starts moto's SQS (localdynamo.StartSQS), if the template has a queue.
+	SQSEndpoint string
+
+	// TTLSweepInterval is how often the local DynamoDB deletes expired
+	// items. Defaults to 0: never.
+	TTLSweepInterval time.Duration
+
+	// APIAddr is where the HttpApi routes are served. Defaults to
+	// "127.0.0.1:3000"; a port of 0 picks a free one.
+	APIAddr string
+
+	// Instances is the most execution environments (emulator processes)
+	// each function runs at once. Defaults to 2.
+	Instances int
+
+	// RetryDelay is how long an SQS record the function failed stays
+	// invisible before it is received again (Poller.RetryDelay). Negative
+	// keeps the queue's VisibilityTimeout, as Lambda does. Defaults to 0.
+	RetryDelay time.Duration
+
+	// PollWait is the SQS pollers' long-poll wait. Defaults to 20 seconds.
+	PollWait time.Duration
+
+	// Secrets are local values of secrets the template names. A secret
+	// NAME is given to every function whose template environment has
+	// NAME, NAME_PARAMETER or NAME_ID, and replaces the latter two, which
+	// point at SSM Parameter Store or Secrets Manager. Defaults to none.
+	Secrets map[string]string
+
+	// Env is added to every function's environment, last. Defaults to none.
+	Env map[string]string
+
+	// BuildDir receives the builds. Defaults to "bin/local" beside the
+	// template.
+	BuildDir string
+
+	// Bootstraps maps a function's logical id to a bootstrap built
+	// already, which Start then runs instead of building one. Defaults to
+	// none.
+	Bootstraps map[string]string
+
+	// RIE is the path of an aws-lambda-rie binary. Defaults to one built
+	// from this module's tool dependency.
+	RIE string
+
+	// Go and Make are the commands that build. Default to "go" and "make".
+	Go, Make string
+
+	// Log receives the stack's own lines. Defaults to os.Stderr.
+	Log io.Writer
+
+	// FunctionOutput receives the functions' output, each line prefixed
+	// with the function and its environment. Defaults to Log.
+	FunctionOutput io.Writer
+
+	// ServerLog receives the local servers' output. Defaults to Log.
+	ServerLog io.Writer
+}
+
+// Stack is a template running locally. Stop it with Stop.
+type Stack struct {
+	Template *Template
+	Options  Options
+	// DynamoDBEndpoint and SQSEndpoint are the endpoints in use.
+	DynamoDBEndpoint, SQSEndpoint string
+	// APIURL is the base URL of the HttpApi routes, or "" when there are
+	// none.
+	APIURL string
+	// Tables and Queues are by logical id.
+	Tables map[string]*Table
+	Queues map[string]*Queue
+	// Functions are the template's functions, by logical id.
+	Functions map[string]*Function
+	// Specs are what the template says about each function, resolved.
+	Specs map[string]*FunctionSpec
+	// Routes are the HttpApi routes served.
+	Routes []Route
+	// Pollers emulate the SQS event source mappings.
+	Pollers []*Poller
+
+	resources *Resources
+	dynamo    *localdynamo.Server
+	sqsSrv    *localdynamo.Server
+	ddb       *dynamodb.Client
+	sqs       *sqs.Client
+	api       *http.Server
+	pollStop  context.CancelFunc
+	pollWG    sync.WaitGroup
+	stopOnce  sync.Once
+}
+
+func (o *Options) setDefaults() error {
+	if o.Template == "" {
+		o.Template = "template.yaml"
+	}
+	abs, err := filepath.Abs(o.Template)
+	if err != nil {
+		return err
+	}
+	o.Template = abs
+	if o.StackName == "" {
+		o.StackName = "idem-local"
+	}
+	if o.Region == "" {
+		o.Region = os.Getenv("AWS_REGION")
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.DynamoDBEndpoint == "" {
+		o.DynamoDBEndpoint = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+	}
+	if o.SQSEndpoint == "" {
+		o.SQSEndpoint = os.Getenv("AWS_ENDPOINT_URL_SQS")
+	}
+	if o.APIAddr == "" {
+		o.APIAddr = "127.0.0.1:3000"
+	}
+	if o.Instances < 1 {
+		o.Instances = 2
+	}
+	if o.PollWait <= 0 {
+		o.PollWait = 20 * time.Second
+	}
+	if o.BuildDir == "" {
+		o.BuildDir = filepath.Join(filepath.Dir(o.Template), "bin", "local")
+	}
+	if o.BuildDir, err = filepath.Abs(o.BuildDir); err != nil {
+		return err
+	}
+	if o.Go == "" {
+		o.Go = "go"
+	}
+	if o.Make == "" {
+		o.Make = "make"
+	}
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if o.FunctionOutput == nil {
+		o.FunctionOutput = o.Log
+	}
+	if o.ServerLog == nil {
+		o.ServerLog = o.Log
+	}
+	return nil
+}
+
+// Start runs a SAM template locally: it starts (or uses) a DynamoDB and an
+// SQS endpoint, creates the template's tables and queues there, builds each
+// function for this machine and runs it under the Lambda Runtime Interface
+// Emulator with the template's environment, serves the HttpApi routes, and
+// polls the queues of the SQS events.
+func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if err := o.setDefaults(); err != nil {
+		return nil, err
+	}
+	t, err := ReadTemplate(o.Template)
+	if err != nil {
+		return nil, err
+	}
+	s = &Stack{Template: t, Options: o, Tables: map[string]*Table{}, Queues: map[string]*Queue{},
+		Functions: map[string]*Function{}, Specs: map[string]*FunctionSpec{}}
+	defer func() {
+		if err != nil {
+			s.Stop()
+			s = nil
+		}
+	}()
+	if err := os.MkdirAll(o.BuildDir, 0o755); err != nil {
+		return s, fmt.Errorf("localstack: %w", err)
+	}
+
+	// The servers start and the functions build at the same time.
+	var (
+		wg         sync.WaitGroup
+		mu         sync.Mutex
+		errs       []error
+		rie        string
+		bootstraps = map[string]string{}
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	serverOpts := func(so *localdynamo.Options) { so.Log = o.ServerLog }
+	if o.DynamoDBEndpoint == "" {
+		wg.Go(func() {
+			srv, err := localdynamo.Start(ctx, serverOpts, func(so *localdynamo.Options) { so.TTLSweepInterval = o.TTLSweepInterval })
+			if err != nil {
+				fail(err)
+				return
+			}
+			mu.Lock()
+			s.dynamo = srv
+			mu.Unlock()
+		})
+	}
+	if o.SQSEndpoint == "" && len(t.OfType(typeQueue)) > 0 {
+		wg.Go(func() {
+			srv, err := localdynamo.StartSQS(ctx, serverOpts)
+			if err != nil {
+				fail(err)
+				return
+			}
+			mu.Lock()
+			s.sqsSrv = srv
+			mu.Unlock()
+		})
+	}
+	functions := t.OfType(typeFunction)
+	if len(functions) > 0 {
+		wg.Go(func() {
+			path, err := buildRIE(ctx, &o)
+			if err != nil {
+				fail(err)
+				return
+			}
+			mu.Lock()
+			rie = path
+			mu.Unlock()
+		})
+	}
+	for _, id := range functions {
+		if path, ok := o.Bootstraps[id]; ok {
+			bootstraps[id] = path
+			continue
+		}
+		wg.Go(func() {
+			path, err := buildFunction(ctx, &o, id, t.FunctionProperties(id), t.Resources[id].Metadata)
+			if err != nil {
+				fail(err)
+				return
+			}
+			mu.Lock()
+			bootstraps[id] = path
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return s, errors.Join(errs...)
+	}
+	s.DynamoDBEndpoint, s.SQSEndpoint = o.DynamoDBEndpoint, o.SQSEndpoint
+	if s.dynamo != nil {
+		s.DynamoDBEndpoint = s.dynamo.Endpoint
+		s.logf("DynamoDB (idem/localdynamo, pid %d) on %s, TTL sweep %s", s.dynamo.PID(), s.DynamoDBEndpoint, sweepText(o.TTLSweepInterval))
+	} else {
+		s.logf("DynamoDB: %s", s.DynamoDBEndpoint)
+	}
+	if s.sqsSrv != nil {
+		s.SQSEndpoint = s.sqsSrv.Endpoint
+		s.logf("SQS (moto, pid %d) on %s", s.sqsSrv.PID(), s.SQSEndpoint)
+	} else if s.SQSEndpoint != "" {
+		s.logf("SQS: %s", s.SQSEndpoint)
+	}
+	s.ddb = newDynamoDB(s.DynamoDBEndpoint, o.Region)
+	if s.SQSEndpoint != "" {
+		s.sqs = newSQS(s.SQSEndpoint, o.Region)
+	}
+
+	// Tables and queues, from the template's own definitions.
+	res, err := CreateResources(ctx, t, ResourceConfig{DynamoDB: s.ddb, SQS: s.sqs, StackName: o.StackName,
+		Region: o.Region, Parameters: o.Parameters, Logf: s.logf})
+	if err != nil {
+		return s, err
+	}
+	s.resources, s.Tables, s.Queues = res, res.Tables, res.Queues
+
+	// Functions, each in its emulators.
+	for _, id := range functions {
+		spec, err := s.functionSpec(id)
+		if err != nil {
+			return s, fmt.Errorf("localstack: %w", err)
+		}
+		s.Specs[id] = spec
+		for _, ig := range spec.Ignored {
+			s.logf("%s: event %s is not emulated locally", id, ig)
+		}
+		s.Functions[id] = NewFunction(FunctionConfig{
+			Name:         id,
+			RIE:          rie,
+			Bootstrap:    bootstraps[id],
+			Env:          s.environ(spec, bootstraps[id]),
+			Timeout:      spec.Timeout,
+			MaxInstances: o.Instances,
+			Output:       o.FunctionOutput,
+		})
+		s.Routes = append(s.Routes, spec.Routes...)
+	}
+
+	if len(s.Routes) > 0 {
+		if err := s.serveAPI(); err != nil {
+			return s, err
+		}
+	}
+
+	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.pollStop = cancel
+	for _, id := range functions {
+		for _, src := range s.Specs[id].SQS {
+			q := s.queueByARN(src.QueueARN)
+			if q == nil {
+				return s, fmt.Errorf("localstack: %s: event %s: queue %s is not one of the template's", id, src.Event, src.QueueARN)
+			}
+			if !src.Enabled {
+				s.logf("%s: event %s is disabled in the template: not polling %s", id, src.Event, q.Name)
+				continue
+			}
+			conc := o.Instances
+			if src.MaximumConcurrency > 0 {
+				conc = min(conc, src.MaximumConcurrency)
+			}
+			poller := &Poller{Source: src, Queue: q, Client: s.sqs, Invoker: s, Region: o.Region,
+				Concurrency: conc, RetryDelay: o.RetryDelay, WaitTime: o.PollWait, Logf: s.logf}
+			s.Pollers = append(s.Pollers, poller)
+			s.pollWG.Go(func() { poller.Run(pollCtx) })
+		}
+	}
+	return s, nil
+}
+
+func sweepText(d time.Duration) string {
+	if d <= 0 {
+		return "off"
+	}
+	return "every " + d.String()
+}
+
+// environ is a function's whole environment: what Lambda sets, the
+// template's variables, the local endpoints and credentials, the local
+// secrets, and Options.Env.
+func (s *Stack) environ(spec *FunctionSpec, bootstrap string) []string {
+	o := s.Options
+	env := map[string]string{
+		"PATH":                            os.Getenv("PATH"),
+		"TZ":                              ":UTC",
+		"LANG":                            "en_US.UTF-8",
+		"LAMBDA_TASK_ROOT":                filepath.Dir(bootstrap),
+		"_HANDLER":                        spec.Handler,
+		"AWS_LAMBDA_FUNCTION_NAME":        spec.LogicalID,
+		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(spec.MemorySize),
+		// The emulator reads the timeout in whole seconds.
+		"AWS_LAMBDA_FUNCTION_TIMEOUT": strconv.Itoa(int(math.Ceil(spec.Timeout.Seconds()))),
+		"AWS_LAMBDA_LOG_GROUP_NAME":   "/aws/lambda/" + spec.LogicalID,
+		"AWS_LAMBDA_LOG_STREAM_NAME":  "local",
+		"AWS_REGION":                  o.Region,
+		"AWS_DEFAULT_REGION":          o.Region,
+		"AWS_EC2_METADATA_DISABLED":   "true",
+		"AWS_ENDPOINT_URL_DYNAMODB":   s.DynamoDBEndpoint,
+	}
+	if s.SQSEndpoint != "" {
+		env["AWS_ENDPOINT_URL_SQS"] = s.SQSEndpoint
+	}
+	key, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if key == "" || secret == "" || (o.DynamoDBEndpoint == "" && o.SQSEndpoint == "") {
+		key, secret = "test", "test" // the local servers take any
+	}
+	env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"] = key, secret
+	if spec.LogFormat != "" {
+		env["AWS_LAMBDA_LOG_FORMAT"] = spec.LogFormat
+	}
+	if spec.LogLevel != "" {
+		env["AWS_LAMBDA_LOG_LEVEL"] = spec.LogLevel
+	}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	for name, v := range o.Secrets {
+		_, a := spec.Env[name]
+		_, b := spec.Env[name+"_PARAMETER"]
+		_, c := spec.Env[name+"_ID"]
+		if a || b || c {
+			env[name] = v
+			delete(env, name+"_PARAMETER")
+			delete(env, name+"_ID")
+		}
+	}
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for _, k := range sortedKeys(env) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+func (s *Stack) queueByARN(arn string) *Queue {
+	for _, q := range s.Queues {
+		if q.ARN == arn {
+			return q
+		}
+	}
+	return nil
+}
+
+func (s *Stack) serveAPI() error {
+	l, err := net.Listen("tcp", s.Options.APIAddr)
+	if err != nil {
+		return fmt.Errorf("localstack: serve the HTTP API: %w", err)
+	}
+	sort.SliceStable(s.Routes, func(i, j int) bool { return s.Routes[i].Key() < s.Routes[j].Key() })
+	api := &HTTPAPI{Routes: s.Routes, Invoker: s, AccountID: AccountID, Logf: s.logf}
+	s.api = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	s.APIURL = "http://" + l.Addr().String()
+	go func() { _ = s.api.Serve(l) }()
+	return nil
+}
+
+// Invoke invokes a function of the stack by logical id.
+func (s *Stack) Invoke(ctx context.Context, function string, payload []byte) ([]byte, error) {
+	f, ok := s.Functions[function]
+	if !ok {
+		return nil, fmt.Errorf("localstack: no function %s", function)
+	}
+	return f.Invoke(ctx, payload)
+}
+
+// DynamoDB returns a client of the stack's DynamoDB endpoint.
+func (s *Stack) DynamoDB() *dynamodb.Client { return s.ddb }
+
+// SQS returns a client of the stack's SQS endpoint, or nil when the
+// template has no queue.
+func (s *Stack) SQS() *sqs.Client { return s.sqs }
+
+// PIDs are the process ids of everything the stack started and is running:
+// the local servers and every emulator.
+func (s *Stack) PIDs() []int {
+	var pids []int
+	if s.dynamo != nil {
+		pids = append(pids, s.dynamo.PID())
+	}
+	if s.sqsSrv != nil {
+		pids = append(pids, s.sqsSrv.PID())
+	}
+	for _, f := range s.Functions {
+		pids = append(pids, f.PIDs()...)
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// Stop stops, in order, the pollers (after their batches in flight), the
+// HTTP API (after its requests in flight), the functions' emulators and the
+// local servers, each by process id. It is safe to call more than once.
+func (s *Stack) Stop() {
+	s.stopOnce.Do(func() {
+		if s.pollStop != nil {
+			s.pollStop()
+			s.pollWG.Wait()
+		}
+		if s.api != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			_ = s.api.Shutdown(ctx)
+			cancel()
+		}
+		var wg sync.WaitGroup
+		for _, f := range s.Functions {
+			wg.Go(f.Stop)
+		}
+		wg.Wait()
+		if s.dynamo != nil {
+			_ = s.dynamo.Stop()
+		}
+		if s.sqsSrv != nil {
+			_ = s.sqsSrv.Stop()
+		}
+	})
+}
+
+func (s *Stack) logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if !strings.HasSuffix(line, "\n") {
+		line += "\n"
+	}
+	outputMu.Lock()
+	fmt.Fprint(s.Options.Log, "localstack: "+line)
+	outputMu.Unlock()
+}
+
+// credentialsFromEnv are the environment's credentials, or dummy ones that
+// any local server accepts.
+func credentialsFromEnv() aws.CredentialsProvider {
+	key, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if key == "" || secret == "" {
+		key, secret = "test", "test"
+	}
+	return credentials.NewStaticCredentialsProvider(key, secret, os.Getenv("AWS_SESSION_TOKEN"))
+}
+
+func newDynamoDB(endpoint, region string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{Region: region, BaseEndpoint: aws.String(endpoint), Credentials: credentialsFromEnv()})
+}
+
+func newSQS(endpoint, region string) *sqs.Client {
+	return sqs.New(sqs.Options{Region: region, BaseEndpoint: aws.String(endpoint), Credentials: credentialsFromEnv()})
+}
+
+// HostPlatform is the GOOS/GOARCH the local builds target.
+var HostPlatform = runtime.GOOS + "/" + runtime.GOARCH
