@@ -114,6 +114,10 @@ type Options struct {
 
 	// ServerLog receives the local servers' output. Defaults to Log.
 	ServerLog io.Writer
+
+	// AccessLog receives one line per HTTP request and per SQS batch.
+	// Defaults to Log.
+	AccessLog io.Writer
 }
 
 // Stack is a template running locally. Stop it with Stop.
@@ -201,6 +205,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.ServerLog == nil {
 		o.ServerLog = o.Log
+	}
+	if o.AccessLog == nil {
+		o.AccessLog = o.Log
 	}
 	return nil
 }
@@ -376,7 +383,7 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 				conc = min(conc, src.MaximumConcurrency)
 			}
 			poller := &Poller{Source: src, Queue: q, Client: s.sqs, Invoker: s, Region: o.Region,
-				Concurrency: conc, RetryDelay: o.RetryDelay, WaitTime: o.PollWait, Logf: s.logf}
+				Concurrency: conc, RetryDelay: o.RetryDelay, WaitTime: o.PollWait, Logf: s.accessf}
 			s.Pollers = append(s.Pollers, poller)
 			s.pollWG.Go(func() { poller.Run(pollCtx) })
 		}
@@ -466,7 +473,7 @@ func (s *Stack) serveAPI() error {
 		return fmt.Errorf("localstack: serve the HTTP API: %w", err)
 	}
 	sort.SliceStable(s.Routes, func(i, j int) bool { return s.Routes[i].Key() < s.Routes[j].Key() })
-	api := &HTTPAPI{Routes: s.Routes, Invoker: s, AccountID: AccountID, Logf: s.logf}
+	api := &HTTPAPI{Routes: s.Routes, Invoker: s, AccountID: AccountID, Logf: s.accessf}
 	s.api = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	s.APIURL = "http://" + l.Addr().String()
 	go func() { _ = s.api.Serve(l) }()
@@ -534,13 +541,17 @@ func (s *Stack) Stop() {
 	})
 }
 
-func (s *Stack) logf(format string, args ...any) {
+func (s *Stack) logf(format string, args ...any) { s.printf(s.Options.Log, format, args...) }
+
+func (s *Stack) accessf(format string, args ...any) { s.printf(s.Options.AccessLog, format, args...) }
+
+func (s *Stack) printf(w io.Writer, format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	if !strings.HasSuffix(line, "\n") {
 		line += "\n"
 	}
 	outputMu.Lock()
-	fmt.Fprint(s.Options.Log, "localstack: "+line)
+	fmt.Fprint(w, "localstack: "+line)
 	outputMu.Unlock()
 }
 

@@ -70,10 +70,22 @@ func (m message) withCredit() message {
 		ID      string          `json:"id"`
 		Account string          `json:"account"`
 		Cents   json.RawMessage `json:"cents"`
+		// A Stripe event: the credit is the payment's.
+		Type string `json:"type"`
+		Data struct {
+			Object struct {
+				AmountReceived json.RawMessage   `json:"amount_received"`
+				Metadata       map[string]string `json:"metadata"`
+			} `json:"object"`
+		} `json:"data"`
 	}
 	if json.Unmarshal(m.body, &c) == nil {
-		if n, err := strconv.ParseInt(string(c.Cents), 10, 64); err == nil && c.Account != "" && n > 0 {
-			m.account, m.cents = c.Account, n
+		cents, account := c.Cents, c.Account
+		if c.Type == "payment_intent.succeeded" {
+			cents, account = c.Data.Object.AmountReceived, c.Data.Object.Metadata["account"]
+		}
+		if n, err := strconv.ParseInt(string(cents), 10, 64); err == nil && account != "" && n > 0 {
+			m.account, m.cents = account, n
 		}
 	}
 	switch {
@@ -83,6 +95,14 @@ func (m message) withCredit() message {
 		m.key = *m.attrs["IdempotencyKey"].StringValue
 	default:
 		m.key = c.ID
+	}
+	// A producer that may send a message again names its key, so that the
+	// copies are one message (idem/sqsconsumer reads this attribute).
+	if m.kind == "sqs" && m.attrs["IdempotencyKey"].StringValue == nil && m.key != "" {
+		if m.attrs == nil {
+			m.attrs = map[string]sqstypes.MessageAttributeValue{}
+		}
+		m.attrs["IdempotencyKey"] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.key)}
 	}
 	return m
 }
@@ -143,8 +163,28 @@ func readEvents(dir string) ([]message, []string, error) {
 				}
 			}
 			ms = append(ms, m.withCredit())
+		case probe["httpMethod"] != nil && probe["path"] != nil:
+			// A REST API (payload 1.0) event: the local API serves it
+			// as the HTTP API would.
+			var ev events.APIGatewayProxyRequest
+			if err := json.Unmarshal(b, &ev); err != nil {
+				skipped = append(skipped, filepath.Base(f)+" ("+err.Error()+")")
+				continue
+			}
+			m := message{from: filepath.Base(f), kind: "http", method: ev.HTTPMethod, path: ev.Path, headers: map[string]string{}}
+			for k, v := range ev.Headers {
+				m.headers[strings.ToLower(k)] = v
+			}
+			m.body = []byte(ev.Body)
+			if ev.IsBase64Encoded {
+				if m.body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
+					skipped = append(skipped, filepath.Base(f)+" (body is not base64)")
+					continue
+				}
+			}
+			ms = append(ms, m.withCredit())
 		default:
-			skipped = append(skipped, filepath.Base(f)+" (neither an SQS nor an API Gateway v2 event)")
+			skipped = append(skipped, filepath.Base(f)+" (neither an SQS nor an API Gateway event)")
 		}
 	}
 	return ms, skipped, nil
@@ -190,13 +230,17 @@ func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[
 	if len(s.Pollers) > 0 {
 		queueURL = s.Pollers[0].Queue.URL
 	}
-	fmt.Fprintf(w, "demo: %d message(s), each delivered %d times\n", len(ms), n)
+	distinct := map[string]bool{}
+	for _, m := range ms {
+		distinct[m.kind+"/"+m.path+"/"+m.key] = true
+	}
+	fmt.Fprintf(w, "demo: %d message(s) (%d distinct keys), each delivered %d times\n", len(ms), len(distinct), n)
 	for _, m := range ms {
 		switch m.kind {
 		case "http":
 			sign(m, secrets, time.Now())
 			codes := postN(ctx, s.APIURL, m, n)
-			fmt.Fprintf(w, "demo:   %-4s %-20s %s %s ×%d → %s\n", "HTTP", m.key, m.method, m.path, n, strings.Join(codes, " "))
+			fmt.Fprintf(w, "demo:   %-4s %-32s %s %s ×%d → %s  (%s)\n", "HTTP", m.key, m.method, m.path, n, strings.Join(codes, " "), m.from)
 		case "sqs":
 			if queueURL == "" {
 				fmt.Fprintf(w, "demo:   no queue is polled: skipping %s from %s\n", m.key, m.from)
@@ -211,10 +255,10 @@ func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[
 					return err
 				}
 			}
-			fmt.Fprintf(w, "demo:   %-4s %-20s sent ×%d to %s\n", "SQS", m.key, n, s.Pollers[0].Queue.Name)
+			fmt.Fprintf(w, "demo:   %-4s %-32s sent ×%d to %s  (%s)\n", "SQS", m.key, n, s.Pollers[0].Queue.Name, m.from)
 		}
 	}
-	if queueURL != "" {
+	if queueURL != "" && slices.ContainsFunc(ms, func(m message) bool { return m.kind == "sqs" }) {
 		fmt.Fprintf(w, "demo: waiting for the queue to drain…\n")
 		if err := drain(ctx, s.SQS(), queueURL, 2*time.Minute); err != nil {
 			return err

@@ -67,12 +67,15 @@ func main() {
 		demo       = flag.Bool("demo", false, "replay the events directory, each message delivered -deliveries times, print the balances and exit")
 		eventsDir  = flag.String("events", "events", "the events the demo replays")
 		deliveries = flag.Int("deliveries", 3, "how many times the demo delivers each message")
-		quiet      = flag.Bool("quiet", false, "hide the functions' own output")
+		buildDir   = flag.String("build-dir", "bin/local", "where the functions and the emulator are built, and the running stack's stack.json is written")
+		quiet      = flag.Bool("quiet", false, "hide the functions' output and the per-request lines")
 	)
 	flag.Var(params, "param", "a template parameter override, `Name=Value` (repeatable)")
 	flag.Var(bootstraps, "bootstrap", "run a prebuilt bootstrap for a function, `LogicalId=path` (repeatable)")
 	flag.Parse()
 
+	// os.Exit skips deferred calls: everything started is stopped
+	// explicitly below.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -84,9 +87,9 @@ func main() {
 			secrets[name] = def
 		}
 	}
-	var fnOut io.Writer = os.Stdout
+	var fnOut, accessLog io.Writer = os.Stdout, os.Stderr
 	if *quiet {
-		fnOut = io.Discard
+		fnOut, accessLog = io.Discard, io.Discard
 	}
 	begin := time.Now()
 	fmt.Fprintln(os.Stderr, "idem-local: building the functions and starting the local servers…")
@@ -102,14 +105,17 @@ func main() {
 		o.Secrets = secrets
 		o.Log = os.Stderr
 		o.FunctionOutput = fnOut
+		o.AccessLog = accessLog
+		o.BuildDir = *buildDir
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "idem-local:", err)
 		os.Exit(1)
 	}
 	statePath := filepath.Join(stack.Options.BuildDir, "stack.json")
-	_ = writeState(statePath, stack)
-	defer os.Remove(statePath)
+	if err := writeState(statePath, stack); err != nil {
+		fmt.Fprintln(os.Stderr, "idem-local: write", statePath+":", err)
+	}
 
 	printBanner(os.Stdout, stack, secrets, time.Since(begin))
 
@@ -121,10 +127,12 @@ func main() {
 		}
 	} else {
 		<-ctx.Done()
-		fmt.Fprintln(os.Stderr, "\nidem-local: stopping…")
+		stop() // a second Ctrl-C ends the command at once
+		fmt.Fprintln(os.Stderr, "\nidem-local: stopping… (Ctrl-C again to quit now)")
 	}
 	pids := stack.PIDs()
 	stack.Stop()
+	_ = os.Remove(statePath)
 	fmt.Fprintf(os.Stderr, "idem-local: stopped (processes %v)\n", pids)
 	os.Exit(code)
 }
@@ -214,6 +222,7 @@ type state struct {
 	APIURL           string            `json:"apiUrl"`
 	Queues           map[string]string `json:"queues"` // logical id → URL
 	Polled           []string          `json:"polled"` // URLs of the queues a function consumes
+	PIDs             []int             `json:"pids"`   // the processes the stack started
 }
 
 func writeState(path string, s *localstack.Stack) error {
@@ -224,6 +233,7 @@ func writeState(path string, s *localstack.Stack) error {
 	for _, p := range s.Pollers {
 		st.Polled = append(st.Polled, p.Queue.URL)
 	}
+	st.PIDs = s.PIDs()
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemkit/kit/idem/idemtest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	idemtest.Stop()
+	os.Exit(code)
+}
+
+func goBuild(t *testing.T, out, pkg string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+}
+
+// TestSignalStopsEverything runs the command as a user does, stops it with
+// SIGINT (Ctrl-C) or SIGTERM, and checks that every process it started is
+// gone and its port is free.
+func TestSignalStopsEverything(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "idem-local")
+	echo := filepath.Join(dir, "echo", "bootstrap")
+	goBuild(t, bin, ".")
+	goBuild(t, echo, "../../localstack/testdata/echo")
+
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			buildDir := filepath.Join(dir, "build-"+strconv.Itoa(int(sig)))
+			cmd := exec.Command(bin, "-template", "../../../template.yaml", "-api-addr", "127.0.0.1:0", "-build-dir", buildDir,
+				"-bootstrap", "QueueFunction="+echo, "-bootstrap", "WebhookFunction="+echo, "-ttl-sweep", "0", "-quiet")
+			// The command's own servers, not the ones a test run may name.
+			cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_DYNAMODB=", "AWS_ENDPOINT_URL_SQS=")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			banner := make(chan string, 1)
+			go func() {
+				sc := bufio.NewScanner(stdout)
+				var b strings.Builder
+				for sc.Scan() {
+					b.WriteString(sc.Text() + "\n")
+					if strings.HasPrefix(sc.Text(), "Ctrl-C stops everything") {
+						banner <- b.String()
+					}
+				}
+				_, _ = io.Copy(io.Discard, stdout)
+			}()
+			go func() { exited <- cmd.Wait() }()
+			defer func() {
+				if cmd.ProcessState == nil {
+					_ = cmd.Process.Kill()
+				}
+				if t.Failed() {
+					t.Logf("stderr:\n%s", stderr.String())
+				}
+			}()
+			select {
+			case <-banner:
+			case err := <-exited:
+				t.Fatalf("the command exited at start: %v", err)
+			case <-time.After(3 * time.Minute):
+				t.Fatal("no banner within 3 minutes")
+			}
+			var st state
+			b, err := os.ReadFile(filepath.Join(buildDir, "stack.json"))
+			if err != nil || json.Unmarshal(b, &st) != nil || st.APIURL == "" {
+				t.Fatalf("stack.json: %s, %v", b, err)
+			}
+			// One invoke starts an emulator and its runtime.
+			resp, err := http.Post(st.APIURL+"/webhooks/credits", "application/json", strings.NewReader(`{"hello":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var echoed struct {
+				Event struct {
+					RouteKey string `json:"routeKey"`
+				} `json:"event"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&echoed)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || echoed.Event.RouteKey != "POST /webhooks/credits" {
+				t.Fatalf("expect the function to echo an HTTP API event, got %d %+v", resp.StatusCode, echoed)
+			}
+			procs := descendants(cmd.Process.Pid)
+			if len(procs) < 4 { // two servers, an emulator, its runtime
+				t.Fatalf("expect at least 4 processes under the command, got %v", procs)
+			}
+
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("expect exit status 0 after %v, got %v", sig, err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("still running a minute after %v", sig)
+			}
+			for _, pid := range procs {
+				if syscall.Kill(pid, 0) == nil {
+					t.Errorf("process %d still runs", pid)
+				}
+			}
+			addr := strings.TrimPrefix(st.APIURL, "http://")
+			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				c.Close()
+				t.Errorf("%s still listens", addr)
+			}
+			if _, err := os.Stat(filepath.Join(buildDir, "stack.json")); !os.IsNotExist(err) {
+				t.Errorf("expect stack.json removed, got %v", err)
+			}
+		})
+	}
+}
+
+// descendants are the processes under pid, read from /proc.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 {
+			parent[p], _ = strconv.Atoi(fields[1])
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for c, pp := range parent {
+			if pp == p {
+				out = append(out, c)
+				walk(c)
+			}
+		}
+	}
+	walk(pid)
+	return out
+}
