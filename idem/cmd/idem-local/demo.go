@@ -116,6 +116,9 @@ func readEvents(dir string) ([]message, []string, error) {
 	var ms []message
 	var skipped []string
 	for _, f := range files {
+		if filepath.Base(f) == "env.json" { // sam local's --env-vars file
+			continue
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, nil, err

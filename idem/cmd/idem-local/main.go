@@ -33,7 +33,7 @@ import (
 // names the deployed ones in SSM or Secrets Manager.
 var defaultSecrets = map[string]string{
 	"WEBHOOK_SECRET":        "local-webhook-secret",
-	"STRIPE_WEBHOOK_SECRET": "whsec_local",
+	"STRIPE_WEBHOOK_SECRET": "whsec_local_test",
 }
 
 type kv map[string]string
