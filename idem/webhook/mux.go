@@ -3,8 +3,6 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -17,8 +15,8 @@ import (
 type Mux map[string]*Receiver
 
 // HandleV2 routes an HTTP API delivery (payload format 2.0) by its route
-// key, else by its method and raw path, with the stage's prefix when the
-// stage is not $default, else without it.
+// key, else by its method and raw path, else, for a named stage, by its
+// method and raw path without the stage's prefix.
 func (m Mux) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	method, path := e.RequestContext.HTTP.Method, e.RawPath
 	r := m[e.RouteKey]
@@ -60,23 +58,31 @@ func (m Mux) Handle(ctx context.Context, event json.RawMessage) (any, error) {
 		HTTPMethod string `json:"httpMethod"`
 	}
 	if err := json.Unmarshal(event, &probe); err != nil {
-		return nil, fmt.Errorf("webhook: the event is not an API Gateway request: %w", err)
+		return nil, &notAPIGatewayEvent{err.Error()}
 	}
 	switch {
 	case probe.Version == "2.0":
 		var e events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(event, &e); err != nil {
-			return nil, fmt.Errorf("webhook: the event is not an API Gateway request (payload 2.0): %w", err)
+			return nil, &notAPIGatewayEvent{"payload 2.0: " + err.Error()}
 		}
 		return m.HandleV2(ctx, e)
 	case probe.HTTPMethod != "":
 		var e events.APIGatewayProxyRequest
 		if err := json.Unmarshal(event, &e); err != nil {
-			return nil, fmt.Errorf("webhook: the event is not an API Gateway request (payload 1.0): %w", err)
+			return nil, &notAPIGatewayEvent{"payload 1.0: " + err.Error()}
 		}
 		return m.HandleV1(ctx, e)
 	}
-	return nil, errors.New(`webhook: the event is not an API Gateway request: it has neither "version": "2.0" nor "httpMethod"`)
+	return nil, &notAPIGatewayEvent{`it has neither "version": "2.0" nor "httpMethod"`}
+}
+
+// notAPIGatewayEvent is the one error Handle returns; Lambda reports it by
+// this type's name.
+type notAPIGatewayEvent struct{ reason string }
+
+func (e *notAPIGatewayEvent) Error() string {
+	return "webhook: the event is not an API Gateway request: " + e.reason
 }
 
 func notFound(method, path string) Response {

@@ -101,7 +101,11 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 	}
 	if v := r.opts.Verifier; v != nil {
 		if err := v.Verify(req.Header, req.Body); err != nil {
-			return r.refuse(ctx, req, http.StatusUnauthorized, err.Error(), err)
+			detail := err.Error()
+			if se := (*signatureError)(nil); errors.As(err, &se) {
+				detail = "signature not verified: " + se.reason
+			}
+			return r.refuse(ctx, req, http.StatusUnauthorized, detail, err)
 		}
 	}
 	if err := checkJSON(req.Body); err != nil {

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -43,6 +45,40 @@ func TestRedeliveriesReplayTheFirstResponse(t *testing.T) {
 		if got.status != first.status || got.body != first.body || !reflect.DeepEqual(got.headers, want) {
 			t.Errorf("redelivery %d: expect %d %v %q, got %d %v %q", i, first.status, want, first.body, got.status, got.headers, got.body)
 		}
+	}
+	if got := e.balance(t, "acc-9"); got != 500 {
+		t.Errorf("expect one credit of 500, got a balance of %d", got)
+	}
+}
+
+// TestConcurrentDeliveriesApplyOnce releases five deliveries of one credit
+// together: one commits, the others get its response back.
+func TestConcurrentDeliveriesApplyOnce(t *testing.T) {
+	e := newEnv(t)
+	r := e.receiver(t)
+	ev := delivery{body: creditBody, headers: keyed("k-1")}.v2()
+	answers := make([]events.APIGatewayV2HTTPResponse, 5)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			<-start
+			answers[i], _ = r.HandleV2(context.Background(), ev)
+		})
+	}
+	close(start)
+	wg.Wait()
+	replayed := 0
+	for i, a := range answers {
+		if a.StatusCode != 200 || a.Body != `{"id":"k-1","status":"processed"}` {
+			t.Errorf("delivery %d: expect 200 processed, got %d %s", i, a.StatusCode, a.Body)
+		}
+		if a.Headers["Idempotent-Replayed"] == "true" {
+			replayed++
+		}
+	}
+	if replayed != 4 {
+		t.Errorf("expect 4 replayed answers, got %d", replayed)
 	}
 	if got := e.balance(t, "acc-9"); got != 500 {
 		t.Errorf("expect one credit of 500, got a balance of %d", got)
