@@ -1,0 +1,62 @@
+package sqsconsumer_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/sqsconsumer"
+)
+
+// acceptAll commits every transaction at once: the benchmark measures the
+// adapter's and the core's CPU, not DynamoDB.
+type acceptAll struct{}
+
+func (acceptAll) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+// BenchmarkSQSAdapter is the CPU cost of one batch; ns/msg divides it by
+// the batch's records.
+func BenchmarkSQSAdapter(b *testing.B) {
+	store, err := idem.New(acceptAll{}, "processed", func(o *idem.Options) {
+		o.Logger = slog.New(slog.DiscardHandler)
+		o.Metrics = io.Discard
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	write := types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String("accounts"),
+		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}},
+		UpdateExpression:          aws.String("ADD balance :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "500"}},
+	}}
+	h := sqsconsumer.New(store, func(context.Context, events.SQSMessage) (idem.Effect, error) {
+		return idem.Effect{Writes: []types.TransactWriteItem{write}}, nil
+	})
+	for _, n := range []int{1, 10} {
+		ev := events.SQSEvent{}
+		for i := range n {
+			ev.Records = append(ev.Records, record(fmt.Sprint("m", i), `{"id":"evt_001","account":"acc-9","cents":500}`))
+		}
+		b.Run(fmt.Sprint("batch=", n), func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			for b.Loop() {
+				if resp, _ := h(ctx, ev); len(resp.BatchItemFailures) > 0 {
+					b.Fatal("unexpected failures")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+		})
+	}
+}

@@ -1,0 +1,76 @@
+package sqsconsumer_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/idemkit/kit/idem/sqsconsumer"
+)
+
+func TestDefaultKeyOrder(t *testing.T) {
+	attr := func(dataType string, v *string) map[string]events.SQSMessageAttribute {
+		return map[string]events.SQSMessageAttribute{sqsconsumer.KeyAttribute: {DataType: dataType, StringValue: v}}
+	}
+	dedup := map[string]string{"MessageDeduplicationId": "dedup-1", "MessageGroupId": "g"}
+	for _, tc := range []struct {
+		name  string
+		rec   events.SQSMessage
+		want  string
+		error string
+	}{
+		{"attribute first", events.SQSMessage{MessageId: "m", Attributes: dedup, MessageAttributes: attr("String", aws.String("evt_1"))}, "evt_1", ""},
+		{"custom String type", events.SQSMessage{MessageId: "m", MessageAttributes: attr("String.uuid", aws.String("u-1"))}, "u-1", ""},
+		{"deduplication id next", events.SQSMessage{MessageId: "m", Attributes: dedup}, "dedup-1", ""},
+		{"messageId last", events.SQSMessage{MessageId: "m", Attributes: map[string]string{"SentTimestamp": "1"}}, "m", ""},
+		{"other attributes ignored", events.SQSMessage{MessageId: "m", MessageAttributes: map[string]events.SQSMessageAttribute{"Key": {DataType: "String", StringValue: aws.String("x")}}}, "m", ""},
+		{"number attribute", events.SQSMessage{MessageId: "m", MessageAttributes: attr("Number", aws.String("7"))}, "", `data type "Number"`},
+		{"empty attribute", events.SQSMessage{MessageId: "m", MessageAttributes: attr("String", aws.String(""))}, "", "is empty"},
+		{"attribute without value", events.SQSMessage{MessageId: "m", MessageAttributes: attr("String", nil)}, "", "is empty"},
+		{"nothing", events.SQSMessage{}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := sqsconsumer.DefaultKey(tc.rec)
+			if tc.error != "" {
+				if err == nil || !contains(err.Error(), tc.error) {
+					t.Fatalf("expect an error saying %q, got %q, %v", tc.error, got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("expect %q, got %q, %v", tc.want, got, err)
+			}
+		})
+	}
+}
+
+func TestFirstKeyStopsAtAnError(t *testing.T) {
+	bad := errors.New("bad")
+	never := func(events.SQSMessage) (string, error) { t.Fatal("called after an error"); return "", nil }
+	fn := sqsconsumer.FirstKey(
+		func(events.SQSMessage) (string, error) { return "", nil },
+		func(events.SQSMessage) (string, error) { return "", bad },
+		never,
+	)
+	if _, err := fn(events.SQSMessage{}); !errors.Is(err, bad) {
+		t.Fatalf("expect %v, got %v", bad, err)
+	}
+}
+
+func TestQueueName(t *testing.T) {
+	for arn, want := range map[string]string{
+		"arn:aws:sqs:us-east-1:123456789012:credits":      "credits",
+		"arn:aws:sqs:us-east-1:123456789012:credits.fifo": "credits.fifo",
+		"credits": "credits",
+		"":        "",
+	} {
+		if got := sqsconsumer.QueueName(arn); got != want {
+			t.Errorf("QueueName(%q): expect %q, got %q", arn, want, got)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

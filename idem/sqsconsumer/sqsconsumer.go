@@ -1,0 +1,218 @@
+package sqsconsumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/kit/idem"
+)
+
+// Handler reads one record and describes its effect, as an idem.Handler
+// does; idem.FromContext gives the message the kit built from it.
+type Handler func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error)
+
+// Sentinels for records reported failed without being processed.
+var (
+	// ErrDeadline: the Lambda deadline was within Options.DeadlineMargin.
+	ErrDeadline = errors.New("sqsconsumer: not started: the deadline is near")
+	// ErrGroupStopped: an earlier record of the same FIFO message group
+	// failed, so this one must wait to keep the group's order.
+	ErrGroupStopped = errors.New("sqsconsumer: not started: an earlier record of its message group failed")
+)
+
+// Options configure the batch handler New returns. Every default is written
+// once, on its field, and applied in New.
+type Options struct {
+	// Key reads a record's idempotency key; a record whose key is empty or
+	// unreadable is reported failed. Defaults to DefaultKey.
+	Key KeyFunc
+
+	// Source names the sender in logs and metrics and, unless the Store
+	// sets idem.Options.Scope, scopes the keys. Defaults to the queue's
+	// name, the last segment of the record's eventSourceARN.
+	Source string
+
+	// Concurrency bounds how many records are processed at once (for FIFO
+	// queues, how many message groups). Defaults to 10, the event source
+	// mapping's default batch size.
+	Concurrency int
+
+	// DeadlineMargin is the time kept in hand before the Lambda deadline:
+	// no record starts once less remains, and records already running are
+	// cut off at half of it, so the batch response is returned before
+	// Lambda times out (a timeout would return the whole batch). Negative
+	// turns both off. Defaults to 2 seconds.
+	DeadlineMargin time.Duration
+}
+
+type consumer struct {
+	store *idem.Store
+	h     Handler
+	opts  Options
+}
+
+// New returns a handler for lambda.Start that processes an SQS batch
+// through store, each record in its own claim and effect transaction, and
+// reports the records to retry. The event source mapping must set
+// FunctionResponseTypes to ReportBatchItemFailures. New panics when store
+// or h is nil, as that is a mistake in the wiring, not in a message.
+func New(store *idem.Store, h Handler, optFns ...func(*Options)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	if store == nil || h == nil {
+		panic("sqsconsumer: New: nil Store or Handler")
+	}
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Key == nil {
+		o.Key = DefaultKey
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
+	}
+	if o.DeadlineMargin == 0 {
+		o.DeadlineMargin = 2 * time.Second
+	}
+	c := &consumer{store: store, h: h, opts: o}
+	return c.handle
+}
+
+// handle never returns an error: a function error would send every record
+// back, including the ones whose effects just committed.
+func (c *consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	recs := ev.Records
+	errs := make([]error, len(recs))
+	work := ctx
+	if d, ok := ctx.Deadline(); ok && c.opts.DeadlineMargin > 0 {
+		var cancel context.CancelFunc
+		work, cancel = context.WithDeadline(ctx, d.Add(-c.opts.DeadlineMargin/2))
+		defer cancel()
+	}
+	lanes := lanes(recs)
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(c.opts.Concurrency, len(lanes)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(lanes); i = int(next.Add(1) - 1) {
+				c.runLane(ctx, work, recs, lanes[i], errs)
+			}
+		})
+	}
+	wg.Wait()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, err := range errs {
+		if err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: recs[i].MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// lanes splits a batch into sequences of record indexes run one after
+// another: one per FIFO message group, in arrival order, and one per record
+// of a standard queue.
+func lanes(recs []events.SQSMessage) [][]int {
+	out := make([][]int, 0, len(recs))
+	group := map[[2]string]int{}
+	for i, rec := range recs {
+		if !isFIFO(rec) {
+			out = append(out, []int{i})
+			continue
+		}
+		g := [2]string{rec.EventSourceARN, rec.Attributes["MessageGroupId"]}
+		j, ok := group[g]
+		if !ok {
+			j = len(out)
+			group[g] = j
+			out = append(out, nil)
+		}
+		out[j] = append(out[j], i)
+	}
+	return out
+}
+
+// runLane processes a lane's records in order; after the first failure the
+// rest are reported failed unprocessed, which keeps a FIFO group's order.
+func (c *consumer) runLane(ctx, work context.Context, recs []events.SQSMessage, lane []int, errs []error) {
+	failed := -1
+	for _, i := range lane {
+		rec := recs[i]
+		switch {
+		case failed >= 0:
+			errs[i] = c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", ErrGroupStopped, rec.Attributes["MessageGroupId"], recs[failed].MessageId))
+		case !c.mayStart(ctx):
+			errs[i] = c.skip(ctx, rec, ErrDeadline)
+		default:
+			errs[i] = c.process(work, rec)
+		}
+		if errs[i] != nil && failed < 0 {
+			failed = i
+		}
+	}
+}
+
+func (c *consumer) mayStart(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	d, ok := ctx.Deadline()
+	return !ok || c.opts.DeadlineMargin < 0 || time.Until(d) > c.opts.DeadlineMargin
+}
+
+// process runs one record through the Store, which logs and counts it.
+func (c *consumer) process(ctx context.Context, rec events.SQSMessage) error {
+	msg := c.message(rec)
+	key, err := c.key(rec)
+	if err != nil {
+		err = fmt.Errorf("sqsconsumer: record %s: %w", rec.MessageId, err)
+		c.store.ReportFailure(ctx, msg, err)
+		return err
+	}
+	msg.ID = key
+	_, err = c.store.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+		return c.h(ctx, rec)
+	})
+	return err
+}
+
+// skip reports a record that was not processed; the Store logs and counts
+// it like any other failure.
+func (c *consumer) skip(ctx context.Context, rec events.SQSMessage, why error) error {
+	msg := c.message(rec)
+	msg.ID, _ = c.key(rec)
+	err := fmt.Errorf("sqsconsumer: record %s: %w", rec.MessageId, why)
+	c.store.ReportFailure(ctx, msg, err)
+	return err
+}
+
+func (c *consumer) message(rec events.SQSMessage) idem.Message {
+	src := c.opts.Source
+	if src == "" {
+		src = QueueName(rec.EventSourceARN)
+	}
+	return idem.Message{Source: src, Payload: []byte(rec.Body)}
+}
+
+// key runs Options.Key, turning an empty key into ErrNoKey and a panic into
+// an error with its stack, so one bad record cannot crash the batch.
+func (c *consumer) key(rec events.SQSMessage) (key string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			key, err = "", fmt.Errorf("Options.Key panicked: %v\n%s", v, debug.Stack())
+		}
+	}()
+	key, err = c.opts.Key(rec)
+	if err == nil && key == "" {
+		err = ErrNoKey
+	}
+	return key, err
+}
