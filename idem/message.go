@@ -60,6 +60,10 @@ const (
 	KeyReuse Outcome = "KeyReuse"
 	// Failed: nothing committed; the delivery should be retried.
 	Failed Outcome = "Failed"
+	// Refused: the delivery was turned away before its claim, as a
+	// webhook without a valid signature is: the sender's fault, not a
+	// failure of the consumer, so it is counted apart from Failed.
+	Refused Outcome = "Refused"
 )
 
 // Result is a successful delivery's outcome.

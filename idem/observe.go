@@ -37,7 +37,10 @@ func OutcomeOf(res Result, err error) Outcome {
 }
 
 func (o *observer) observe(ctx context.Context, msg Message, key string, res Result, err error) {
-	outcome := OutcomeOf(res, err)
+	o.record(ctx, OutcomeOf(res, err), msg, key, res, err)
+}
+
+func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key string, res Result, err error) {
 	level := slog.LevelInfo
 	switch outcome {
 	case Processed:

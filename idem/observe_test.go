@@ -103,3 +103,23 @@ func TestHandlerSeesItsMessageAndKey(t *testing.T) {
 		t.Error("a bare context claims to carry a key")
 	}
 }
+
+func TestRefusalIsCountedApartFromFailure(t *testing.T) {
+	var logs, metrics bytes.Buffer
+	store, err := idem.New(&scripted{}, "processed", func(o *idem.Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		o.Metrics = &metrics
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.ReportRefusal(context.Background(), idem.Message{Source: "stripe"}, errors.New("bad signature"))
+	var rec map[string]any
+	if err := json.Unmarshal(metrics.Bytes(), &rec); err != nil || rec["Refused"] != 1.0 || rec["Failed"] != nil {
+		t.Errorf("want one Refused metric and no Failed, got %s (%v)", metrics.String(), err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line["level"] != "INFO" || line["outcome"] != "Refused" || line["key"] != "" {
+		t.Errorf("want an INFO Refused log without a key, got %s (%v)", logs.String(), err)
+	}
+}

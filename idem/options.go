@@ -53,8 +53,8 @@ type Options struct {
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 
-	// Logger receives one record per outcome: Processed at DEBUG, Duplicate
-	// and Rejected at INFO, KeyReuse and Failed at WARN. Defaults to
+	// Logger receives one record per outcome: Processed at DEBUG, Duplicate,
+	// Rejected and Refused at INFO, KeyReuse and Failed at WARN. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
 

@@ -75,10 +75,24 @@ func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, er
 	return res, err
 }
 
-// ReportFailure logs and counts a delivery that failed before Process could
-// run, such as one whose id could not be read.
+// ReportFailure logs and counts, as Failed, a delivery that failed before
+// Process could run, such as a queue message whose id could not be read.
 func (s *Store) ReportFailure(ctx context.Context, msg Message, err error) {
-	s.obs.observe(ctx, msg, s.claimKey(msg), Result{}, err)
+	s.obs.record(ctx, Failed, msg, s.reportKey(msg), Result{}, err)
+}
+
+// ReportRefusal logs and counts, as Refused, a delivery turned away before
+// its claim for the sender's fault, such as a webhook with a bad signature.
+func (s *Store) ReportRefusal(ctx context.Context, msg Message, err error) {
+	s.obs.record(ctx, Refused, msg, s.reportKey(msg), Result{}, err)
+}
+
+// reportKey is the claim key for logs, or "" when there is no id.
+func (s *Store) reportKey(msg Message) string {
+	if msg.ID == "" {
+		return ""
+	}
+	return s.claimKey(msg)
 }
 
 func (s *Store) process(ctx context.Context, msg Message, key string, h Handler) (Result, error) {

@@ -16,7 +16,7 @@
 // UTF-8 (400); the idempotency key, 1 to 255 printable ASCII characters
 // (400); then idem.Store.Process, which claims the key and commits the
 // Handler's writes in one transaction. Refusals before the claim are logged
-// and counted through Store.ReportFailure.
+// and counted as Refused through Store.ReportRefusal.
 //
 // The key, per sender:
 //

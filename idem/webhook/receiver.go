@@ -123,9 +123,9 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 }
 
 // refuse answers a delivery refused before its claim, and logs and counts
-// it as the Store does its own outcomes.
+// it as Refused: the sender's fault, which must not raise the Failed alarm.
 func (r *Receiver) refuse(ctx context.Context, req Request, status int, detail string, err error) Response {
-	r.store.ReportFailure(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, &failure{status, detail, err})
+	r.store.ReportRefusal(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, &failure{status, detail, err})
 	return problem(status, detail)
 }
 

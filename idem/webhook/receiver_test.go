@@ -159,8 +159,14 @@ func TestRefusalsApplyNothing(t *testing.T) {
 			if n, b := e.claims(t), e.balance(t, "acc-9"); n != 0 || b != 0 {
 				t.Errorf("expect no claim and no credit, got %d claim(s) and a balance of %d", n, b)
 			}
-			if !strings.Contains(e.log.String(), `"outcome":"Failed"`) {
-				t.Errorf("expect the refusal logged as Failed, got log %q", e.log.String())
+			// Refusals before the claim are the sender's fault (Refused);
+			// a payload the handler rejects failed its processing (Failed).
+			want := `"outcome":"Refused"`
+			if strings.Contains(tc.name, "cents") {
+				want = `"outcome":"Failed"`
+			}
+			if !strings.Contains(e.log.String(), want) {
+				t.Errorf("expect the refusal logged with %s, got log %q", want, e.log.String())
 			}
 			if strings.Contains(e.log.String(), secret) {
 				t.Errorf("the log holds the secret: %q", e.log.String())
