@@ -1,0 +1,39 @@
+// Package handler is the queue function's logic: each SQS record is a
+// credit (functions/internal/credit) applied once through idem/sqsconsumer.
+package handler
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/functions/internal/credit"
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/sqsconsumer"
+)
+
+// New returns the queue function's batch handler: each record's body is
+// parsed with credit.Parse (a malformed body fails the record, and the
+// reason is logged) and credits its account in accountsTable.
+func New(store *idem.Store, accountsTable string) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+		c, err := credit.Parse([]byte(rec.Body))
+		if err != nil {
+			return idem.Effect{}, err
+		}
+		return idem.Effect{Writes: []types.TransactWriteItem{credit.Write(accountsTable, c)}}, nil
+	}, func(o *sqsconsumer.Options) { o.Key = Key })
+}
+
+// Key is the first of: the message attribute IdempotencyKey, a FIFO
+// queue's MessageDeduplicationId, the body's "id", the record's messageId.
+// A body that does not parse has no "id" here; its handler reports why.
+func Key(rec events.SQSMessage) (string, error) { return key(rec) }
+
+var key = sqsconsumer.FirstKey(sqsconsumer.AttributeKey, sqsconsumer.DeduplicationKey, bodyID, sqsconsumer.MessageIDKey)
+
+func bodyID(rec events.SQSMessage) (string, error) {
+	c, _ := credit.Parse([]byte(rec.Body))
+	return c.ID, nil
+}

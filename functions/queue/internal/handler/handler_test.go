@@ -1,0 +1,34 @@
+package handler_test
+
+import (
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/idemkit/kit/functions/queue/internal/handler"
+)
+
+func TestKeyOrder(t *testing.T) {
+	body := `{"id": "evt_001", "account": "acc-9", "cents": 500}`
+	withAttr := map[string]events.SQSMessageAttribute{"IdempotencyKey": {DataType: "String", StringValue: aws.String("order-77")}}
+	fifo := map[string]string{"MessageGroupId": "acc-9", "MessageDeduplicationId": "dedup-1"}
+	for _, tc := range []struct {
+		name string
+		rec  events.SQSMessage
+		want string
+	}{
+		{"attribute before all", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo, MessageAttributes: withAttr}, "order-77"},
+		{"deduplication id before body id", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo}, "dedup-1"},
+		{"body id before messageId", events.SQSMessage{MessageId: "m", Body: body}, "evt_001"},
+		{"messageId when the body has no id", events.SQSMessage{MessageId: "m", Body: `{"account": "acc-9", "cents": 500}`}, "m"},
+		{"messageId when the body is malformed", events.SQSMessage{MessageId: "m", Body: `{"id": "evt_001", "account": "acc-9", "cents": 0}`}, "m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := handler.Key(tc.rec)
+			if err != nil || got != tc.want {
+				t.Fatalf("expect %q, got %q, %v", tc.want, got, err)
+			}
+		})
+	}
+}
