@@ -25,7 +25,8 @@ func (acceptAll) TransactWriteItems(context.Context, *dynamodb.TransactWriteItem
 }
 
 // BenchmarkSQSAdapter is the CPU cost of one batch; ns/msg divides it by
-// the batch's records.
+// the batch's records. "Process" is the core alone on one message, the
+// baseline the adapter adds to.
 func BenchmarkSQSAdapter(b *testing.B) {
 	store, err := idem.New(acceptAll{}, "processed", func(o *idem.Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -42,6 +43,18 @@ func BenchmarkSQSAdapter(b *testing.B) {
 	}}
 	h := sqsconsumer.New(store, func(context.Context, events.SQSMessage) (idem.Effect, error) {
 		return idem.Effect{Writes: []types.TransactWriteItem{write}}, nil
+	})
+	b.Run("Process", func(b *testing.B) {
+		b.ReportAllocs()
+		msg := idem.Message{ID: "m0", Source: "credits", Payload: []byte(`{"id":"evt_001","account":"acc-9","cents":500}`)}
+		ctx := context.Background()
+		for b.Loop() {
+			if _, err := store.Process(ctx, msg, func(context.Context, idem.Message) (idem.Effect, error) {
+				return idem.Effect{Writes: []types.TransactWriteItem{write}}, nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 	for _, n := range []int{1, 10} {
 		ev := events.SQSEvent{}

@@ -100,13 +100,17 @@ func (c *consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		next atomic.Int64
 		wg   sync.WaitGroup
 	)
-	for range min(c.opts.Concurrency, len(lanes)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(lanes); i = int(next.Add(1) - 1) {
-				c.runLane(ctx, work, recs, lanes[i], errs)
-			}
-		})
+	worker := func() {
+		for i := int(next.Add(1) - 1); i < len(lanes); i = int(next.Add(1) - 1) {
+			c.runLane(ctx, work, recs, lanes[i], errs)
+		}
 	}
+	// The calling goroutine is one of the workers: a batch of one record
+	// (or one FIFO group) starts no goroutine.
+	for range min(c.opts.Concurrency, len(lanes)) - 1 {
+		wg.Go(worker)
+	}
+	worker()
 	wg.Wait()
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i, err := range errs {
