@@ -127,6 +127,24 @@ func TestDeadlineMargin(t *testing.T) {
 	}
 }
 
+func TestRunningRecordsStopAtHalfTheMargin(t *testing.T) {
+	e := newEnv(t)
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var got time.Time
+	h := sqsconsumer.New(e.store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
+		got, _ = ctx.Deadline()
+		return e.handler(rec)
+	}, func(o *sqsconsumer.Options) { o.DeadlineMargin = 10 * time.Minute })
+	if resp, err := h(ctx, events.SQSEvent{Records: []events.SQSMessage{record("m1", `{"account":"acc-9","cents":1}`)}}); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("want no failures, got %v, %v", resp.BatchItemFailures, err)
+	}
+	if want := deadline.Add(-5 * time.Minute); !got.Equal(want) {
+		t.Errorf("handler's deadline: want %v, got %v", want, got)
+	}
+}
+
 func deadlineIn(d time.Duration) func(t *testing.T) context.Context {
 	return func(t *testing.T) context.Context {
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(d))

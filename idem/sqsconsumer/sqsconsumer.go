@@ -20,7 +20,8 @@ type Handler func(ctx context.Context, rec events.SQSMessage) (idem.Effect, erro
 
 // Sentinels for records reported failed without being processed.
 var (
-	// ErrDeadline: the Lambda deadline was within Options.DeadlineMargin.
+	// ErrDeadline: the Lambda deadline was within Options.DeadlineMargin,
+	// or the context was done.
 	ErrDeadline = errors.New("sqsconsumer: not started: the deadline is near")
 	// ErrGroupStopped: an earlier record of the same FIFO message group
 	// failed, so this one must wait to keep the group's order.
@@ -47,8 +48,9 @@ type Options struct {
 	// DeadlineMargin is the time kept in hand before the Lambda deadline:
 	// no record starts once less remains, and records already running are
 	// cut off at half of it, so the batch response is returned before
-	// Lambda times out (a timeout would return the whole batch). Negative
-	// turns both off. Defaults to 2 seconds.
+	// Lambda times out (a timeout would return the whole batch). Keep it
+	// well under the function's timeout. Negative turns both off.
+	// Defaults to 2 seconds.
 	DeadlineMargin time.Duration
 }
 
@@ -177,7 +179,7 @@ func (c *consumer) process(ctx context.Context, rec events.SQSMessage) error {
 	msg := c.message(rec)
 	key, err := c.key(rec)
 	if err != nil {
-		err = fmt.Errorf("sqsconsumer: record %s: %w", rec.MessageId, err)
+		err = fmt.Errorf("record %s: %w", rec.MessageId, err)
 		c.store.ReportFailure(ctx, msg, err)
 		return err
 	}
@@ -193,7 +195,7 @@ func (c *consumer) process(ctx context.Context, rec events.SQSMessage) error {
 func (c *consumer) skip(ctx context.Context, rec events.SQSMessage, why error) error {
 	msg := c.message(rec)
 	msg.ID, _ = c.key(rec)
-	err := fmt.Errorf("sqsconsumer: record %s: %w", rec.MessageId, why)
+	err := fmt.Errorf("record %s: %w", rec.MessageId, why)
 	c.store.ReportFailure(ctx, msg, err)
 	return err
 }
