@@ -36,8 +36,9 @@
 // unreadable, a malformed body the handler refuses, a key reused with another
 // payload, a handler error or panic, a DynamoDB error, a conflict that
 // outlived its retries, or a record not started because the Lambda deadline
-// was within Options.DeadlineMargin. The Store logs and counts each record
-// once, including the failures it did not see itself.
+// was within Options.DeadlineMargin. Each record is logged and counted once,
+// by the Store: in Process, or through Store.ReportFailure for the failures
+// Process never saw.
 //
 // Lambda's guide to partial batch responses:
 // https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html
