@@ -24,7 +24,9 @@
 // A record's key is, by default (DefaultKey), the first of:
 //
 //  1. the message attribute IdempotencyKey (a String), set by the producer;
-//  2. the MessageDeduplicationId of a FIFO queue;
+//  2. the MessageDeduplicationId of a FIFO queue (under content-based
+//     deduplication, the body's SHA-256: equal bodies are one message for
+//     the claim's whole retention, not just SQS's 5 minutes);
 //  3. the record's messageId. SQS keeps it across redeliveries, but a
 //     producer that sends the message again gets a new one, so it dedupes
 //     redeliveries only, not re-sends.

@@ -57,7 +57,9 @@ func AttributeKey(rec events.SQSMessage) (string, error) {
 
 // DeduplicationKey reads a FIFO queue's MessageDeduplicationId: the
 // producer's explicit id, or the SHA-256 of the body under content-based
-// deduplication. Standard queues have none.
+// deduplication. Standard queues have none. SQS dedupes on it for 5 minutes,
+// the kit for the claim's retention: with content-based deduplication, two
+// messages with the same body are one message for that whole time.
 func DeduplicationKey(rec events.SQSMessage) (string, error) {
 	return rec.Attributes["MessageDeduplicationId"], nil
 }
