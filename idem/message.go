@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -19,6 +20,9 @@ type Message struct {
 	// Payload is the raw message. Its SHA-256 fingerprint tells a redelivery
 	// (same payload) from a reuse of the id for another payload.
 	Payload []byte
+	// LogAttrs are added to the message's log record, such as the SQS
+	// messageId that a batch response names.
+	LogAttrs []slog.Attr
 }
 
 // Effect describes what a message does, as DynamoDB writes the kit commits

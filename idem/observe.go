@@ -50,6 +50,7 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key
 	}
 	if o.log.Enabled(ctx, level) {
 		attrs := []slog.Attr{slog.String("outcome", string(outcome)), slog.String("id", msg.ID), slog.String("source", msg.Source), slog.String("key", key)}
+		attrs = append(attrs, msg.LogAttrs...)
 		var kr *KeyReuseError
 		var pe *PanicError
 		switch {

@@ -28,7 +28,7 @@ func TestLogsAndMetricsPerOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	m := idem.Message{ID: "evt_9", Source: "stripe \"live\"", Payload: []byte("a")}
+	m := idem.Message{ID: "evt_9", Source: "stripe \"live\"", Payload: []byte("a"), LogAttrs: []slog.Attr{slog.String("messageId", "m-1")}}
 	_, _ = store.Process(ctx, m, e.creditHandler(nil)) // Processed
 	_, _ = store.Process(ctx, m, e.creditHandler(nil)) // Duplicate
 	reused := m
@@ -79,7 +79,7 @@ func TestLogsAndMetricsPerOutcome(t *testing.T) {
 	if logged[2]["fingerprint"] != idem.Fingerprint([]byte("b")) || logged[2]["storedFingerprint"] != idem.Fingerprint([]byte("a")) {
 		t.Errorf("key reuse log lacks both fingerprints: %v", logged[2])
 	}
-	if logged[1]["id"] != "evt_9" || logged[1]["source"] != "stripe \"live\"" {
+	if logged[1]["id"] != "evt_9" || logged[1]["source"] != "stripe \"live\"" || logged[1]["messageId"] != "m-1" {
 		t.Errorf("duplicate log lacks id and source: %v", logged[1])
 	}
 }
