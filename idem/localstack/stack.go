@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -572,6 +571,3 @@ func newDynamoDB(endpoint, region string) *dynamodb.Client {
 func newSQS(endpoint, region string) *sqs.Client {
 	return sqs.New(sqs.Options{Region: region, BaseEndpoint: aws.String(endpoint), Credentials: credentialsFromEnv()})
 }
-
-// HostPlatform is the GOOS/GOARCH the local builds target.
-var HostPlatform = runtime.GOOS + "/" + runtime.GOARCH

@@ -37,6 +37,9 @@ type message struct {
 	headers map[string]string
 	body    []byte
 	attrs   map[string]sqstypes.MessageAttributeValue
+	// fileKey is what else names an SQS record in its file: its FIFO
+	// MessageDeduplicationId, else its messageId.
+	fileKey string
 	// key is the message's idempotency key as the demo reads it, for
 	// display and to count each message's effect once.
 	key string
@@ -93,11 +96,16 @@ func (m message) withCredit() message {
 		m.key = m.headers["idempotency-key"]
 	case m.attrs["IdempotencyKey"].StringValue != nil:
 		m.key = *m.attrs["IdempotencyKey"].StringValue
-	default:
+	case m.kind == "sqs" && strings.HasPrefix(m.fileKey, "dedup:"):
+		m.key = strings.TrimPrefix(m.fileKey, "dedup:")
+	case c.ID != "":
 		m.key = c.ID
+	default:
+		m.key = m.fileKey
 	}
-	// A producer that may send a message again names its key, so that the
-	// copies are one message (idem/sqsconsumer reads this attribute).
+	// The demo sends each SQS record again as a producer re-sending it:
+	// that producer names the message's key, so that the copies are one
+	// message (idem/sqsconsumer reads this attribute first).
 	if m.kind == "sqs" && m.attrs["IdempotencyKey"].StringValue == nil && m.key != "" {
 		if m.attrs == nil {
 			m.attrs = map[string]sqstypes.MessageAttributeValue{}
@@ -139,7 +147,10 @@ func readEvents(dir string) ([]message, []string, error) {
 				if r.EventSource != "aws:sqs" {
 					continue
 				}
-				m := message{from: filepath.Base(f), kind: "sqs", body: []byte(r.Body), attrs: map[string]sqstypes.MessageAttributeValue{}}
+				m := message{from: filepath.Base(f), kind: "sqs", body: []byte(r.Body), attrs: map[string]sqstypes.MessageAttributeValue{}, fileKey: r.MessageId}
+				if d := r.Attributes["MessageDeduplicationId"]; d != "" {
+					m.fileKey = "dedup:" + d
+				}
 				for k, a := range r.MessageAttributes {
 					m.attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 				}
@@ -311,13 +322,19 @@ func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[
 			fmt.Fprintf(w, "demo: %d claim(s) in %s\n", out.Count, t.Name)
 		}
 	}
+	malformed := 0
+	for _, m := range ms {
+		if m.kind == "sqs" && m.account == "" {
+			malformed += n
+		}
+	}
 	for _, id := range sortedKeys(s.Queues) {
 		q := s.Queues[id]
 		if q.MaxReceiveCount() > 0 {
 			continue
 		}
-		if n, err := visible(ctx, s.SQS(), q.URL); err == nil {
-			fmt.Fprintf(w, "demo: %d message(s) in %s\n", n, q.Name)
+		if got, err := visible(ctx, s.SQS(), q.URL); err == nil {
+			fmt.Fprintf(w, "demo: %d message(s) in %s (the %d copies of the messages that are no credit, after their last receive)\n", got, q.Name, malformed)
 		}
 	}
 	if bad > 0 {

@@ -1,0 +1,245 @@
+package localstack
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// e2eBootstraps, when set, runs prebuilt functions instead of building the
+// template's; nil in the repository.
+var e2eBootstraps map[string]string
+
+// TestStackEndToEnd builds the repository's two functions, runs
+// template.yaml locally — its own DynamoDB and SQS servers, each function
+// under the Runtime Interface Emulator — and drives it the way senders do:
+// webhooks and queue messages delivered several times apply one credit
+// each, and a malformed message ends in the dead-letter queue.
+func TestStackEndToEnd(t *testing.T) {
+	const webhookSecret, stripeSecret = "e2e-webhook-secret", "whsec_e2e"
+	var out syncBuffer
+	ctx := context.Background()
+	begin := time.Now()
+	stack, err := Start(ctx, func(o *Options) {
+		o.Template = "../../template.yaml"
+		o.StackName = "e2e"
+		o.APIAddr = "127.0.0.1:0"
+		o.BuildDir = filepath.Join(shared.dir, "e2e")
+		o.RIE = testRIE(t)
+		o.Bootstraps = e2eBootstraps
+		o.Instances = 2
+		o.RetryDelay = 0
+		o.PollWait = time.Second
+		o.Secrets = map[string]string{"WEBHOOK_SECRET": webhookSecret, "STRIPE_WEBHOOK_SECRET": stripeSecret}
+		o.Log = &out
+	})
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, out.String())
+	}
+	t.Logf("stack started in %v (builds included)", time.Since(begin).Round(time.Millisecond))
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			stack.Stop()
+		}
+		if t.Failed() {
+			t.Logf("stack output:\n%s", out.String())
+		}
+	})
+	accounts := stack.Tables["AccountsTable"].Name
+
+	t.Run("webhook credits delivered six times credit once", func(t *testing.T) {
+		body := `{"id":"evt_e2e_web","account":"acc-web","cents":500}`
+		sig := "sha256=" + hmacHex(webhookSecret, body)
+		deliver := func() (int, string) {
+			return post(t, stack.APIURL+"/webhooks/credits", body, map[string]string{"Idempotency-Key": "evt_e2e_web", "X-Signature": sig})
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var bodies []string
+		for range 3 { // three at once, as racing retries
+			wg.Go(func() {
+				code, b := deliver()
+				mu.Lock()
+				defer mu.Unlock()
+				if code != http.StatusOK {
+					t.Errorf("expect 200, got %d %s", code, b)
+				}
+				bodies = append(bodies, b)
+			})
+		}
+		wg.Wait()
+		for range 3 { // and three after
+			code, b := deliver()
+			if code != http.StatusOK {
+				t.Errorf("expect 200, got %d %s", code, b)
+			}
+			bodies = append(bodies, b)
+		}
+		for _, b := range bodies[1:] {
+			if b != bodies[0] {
+				t.Errorf("expect every delivery to get the first answer %q, got %q", bodies[0], b)
+			}
+		}
+		if got := balance(t, stack, accounts, "acc-web"); got != 500 {
+			t.Errorf("expect balance 500 (one credit), got %d", got)
+		}
+		if code, _ := post(t, stack.APIURL+"/webhooks/credits", body, map[string]string{"Idempotency-Key": "evt_e2e_forged", "X-Signature": "sha256=00"}); code == http.StatusOK {
+			t.Errorf("expect a delivery with a wrong signature refused, got 200")
+		}
+		if got := balance(t, stack, accounts, "acc-web"); got != 500 {
+			t.Errorf("expect balance 500 after a forged delivery, got %d", got)
+		}
+	})
+
+	t.Run("stripe event delivered three times credits once", func(t *testing.T) {
+		body := `{"id":"evt_e2e_stripe","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_e2e","object":"payment_intent","amount":2500,"amount_received":2500,"currency":"usd","status":"succeeded","metadata":{"account":"acc-stripe"}}}}`
+		for range 3 {
+			ts := strconv.FormatInt(time.Now().Unix(), 10)
+			code, b := post(t, stack.APIURL+"/webhooks/stripe", body, map[string]string{
+				"Stripe-Signature": "t=" + ts + ",v1=" + hmacHex(stripeSecret, ts+"."+body),
+			})
+			if code != http.StatusOK {
+				t.Errorf("expect 200, got %d %s", code, b)
+			}
+		}
+		if got := balance(t, stack, accounts, "acc-stripe"); got != 2500 {
+			t.Errorf("expect balance 2500 (one credit), got %d", got)
+		}
+	})
+
+	queue := stack.Queues["CreditsQueue"]
+	dlq := stack.Queues["CreditsDeadLetterQueue"]
+	client := stack.SQS()
+
+	t.Run("queue message sent four times credits once", func(t *testing.T) {
+		body := `{"id":"evt_e2e_sqs","account":"acc-sqs","cents":700}`
+		for i := range 4 {
+			in := &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String(body)}
+			if i%2 == 0 { // half name the key, half leave it to the body's id
+				in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
+					"IdempotencyKey": {DataType: aws.String("String"), StringValue: aws.String("evt_e2e_sqs")},
+				}
+			}
+			if _, err := client.SendMessage(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, "the queue to drain", 60*time.Second, func() bool { return queueDepth(t, client, queue.URL) == 0 })
+		if got := balance(t, stack, accounts, "acc-sqs"); got != 700 {
+			t.Errorf("expect balance 700 (one credit), got %d", got)
+		}
+	})
+
+	t.Run("malformed message lands in the dead-letter queue", func(t *testing.T) {
+		const body = `{"id":"evt_e2e_bad","account":`
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+		var found *sqstypes.Message
+		waitFor(t, "the malformed message in the dead-letter queue", 90*time.Second, func() bool {
+			out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+				QueueUrl: aws.String(dlq.URL), WaitTimeSeconds: 1, VisibilityTimeout: 0,
+				MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range out.Messages {
+				if aws.ToString(m.Body) == body {
+					found = &m
+				}
+			}
+			return found != nil
+		})
+		if n, _ := strconv.Atoi(found.Attributes["ApproximateReceiveCount"]); n < queue.MaxReceiveCount() {
+			t.Errorf("expect the message received %d times before the dead-letter queue, got %d", queue.MaxReceiveCount(), n)
+		}
+		if got := queueDepth(t, client, queue.URL); got != 0 {
+			t.Errorf("expect the queue empty, got %d messages", got)
+		}
+	})
+
+	t.Run("stop ends every process and frees the port", func(t *testing.T) {
+		pids := stack.PIDs()
+		if len(pids) < 4 { // two servers, at least one emulator per function
+			t.Errorf("expect at least 4 processes, got %v", pids)
+		}
+		addr := strings.TrimPrefix(stack.APIURL, "http://")
+		stack.Stop()
+		stopped = true
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				t.Errorf("process %d still runs after Stop", pid)
+			}
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("the HTTP API still listens on %s after Stop", addr)
+		}
+	})
+}
+
+func hmacHex(secret, msg string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(msg))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func post(t *testing.T, url, body string, headers map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func balance(t *testing.T, s *Stack, table, account string) int64 {
+	t.Helper()
+	out, err := s.DynamoDB().GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName:      aws.String(table),
+		Key:            map[string]ddbtypes.AttributeValue{"account": &ddbtypes.AttributeValueMemberS{Value: account}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := out.Item["balance"].(*ddbtypes.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(b.Value, 10, 64)
+	if err != nil {
+		t.Fatal(fmt.Errorf("balance %q: %w", b.Value, err))
+	}
+	return n
+}
