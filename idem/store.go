@@ -96,18 +96,40 @@ func (s *Store) reportKey(msg Message) string {
 }
 
 func (s *Store) process(ctx context.Context, msg Message, key string, h Handler) (Result, error) {
-	if err := s.validateMessage(msg, key); err != nil {
-		return Result{}, err
-	}
-	eff, err := runHandler(withDelivery(ctx, msg, key), msg, key, h)
+	rec, eff, err := s.prepare(ctx, msg, key, h)
 	if err != nil {
 		return Result{}, err
 	}
-	if err := s.validateEffect(key, &eff); err != nil {
+	res, err := s.commit(ctx, rec, eff.Writes, rec.ClaimedAt)
+	var rej *RejectedError
+	if eff.Rejected == nil || !errors.As(err, &rej) {
+		return res, err
+	}
+	if rec, err = s.rejection(rec, eff, rej); err != nil {
 		return Result{}, err
 	}
+	res, err = s.commit(ctx, rec, nil, rec.ClaimedAt)
+	if err == nil && res.Outcome == Processed {
+		res.Outcome, res.Rejection = Rejected, rej
+	}
+	return res, err
+}
+
+// prepare validates msg, runs h, validates the effect it describes and
+// builds the claim record to commit with it; ClaimedAt is the claim's now.
+func (s *Store) prepare(ctx context.Context, msg Message, key string, h Handler) (Record, Effect, error) {
+	if err := s.validateMessage(msg, key); err != nil {
+		return Record{}, Effect{}, err
+	}
+	eff, err := runHandler(withDelivery(ctx, msg, key), msg, key, h)
+	if err != nil {
+		return Record{}, Effect{}, err
+	}
+	if err := s.validateEffect(key, &eff); err != nil {
+		return Record{}, Effect{}, err
+	}
 	now := s.opts.Now()
-	rec := Record{
+	return Record{
 		Key:         key,
 		Source:      msg.Source,
 		Fingerprint: Fingerprint(msg.Payload),
@@ -115,22 +137,17 @@ func (s *Store) process(ctx context.Context, msg Message, key string, h Handler)
 		ExpiresAt:   now.Add(s.opts.Retention()),
 		Outcome:     Processed,
 		Response:    eff.Response,
-	}
-	res, err := s.commit(ctx, rec, eff.Writes, now)
-	var rej *RejectedError
-	if eff.Rejected == nil || !errors.As(err, &rej) {
-		return res, err
-	}
-	// Record the rejection as the outcome: a claim without the effect.
+	}, eff, nil
+}
+
+// rejection is rec recording rej as the message's outcome: a claim without
+// the effect, whose response eff.Rejected gives.
+func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, error) {
 	rec.Outcome, rec.Response = Rejected, eff.Rejected(rej)
 	if len(rec.Response) > s.opts.MaxResponseBytes {
-		return Result{}, &InvalidError{Key: key, Reason: fmt.Sprintf("rejection response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(rec.Response), s.opts.MaxResponseBytes)}
+		return Record{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("rejection response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(rec.Response), s.opts.MaxResponseBytes)}
 	}
-	res, err = s.commit(ctx, rec, nil, now)
-	if err == nil && res.Outcome == Processed {
-		res.Outcome, res.Rejection = Rejected, rej
-	}
-	return res, err
+	return rec, nil
 }
 
 func runHandler(ctx context.Context, msg Message, key string, h Handler) (eff Effect, err error) {
