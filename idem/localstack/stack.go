@@ -228,6 +228,10 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	if err != nil {
 		return nil, err
 	}
+	// A bad parameter fails before anything starts.
+	if _, err := newResolver(t, o.Parameters, nil); err != nil {
+		return nil, fmt.Errorf("localstack: %w", err)
+	}
 	s = &Stack{Template: t, Options: o, Tables: map[string]*Table{}, Queues: map[string]*Queue{},
 		Functions: map[string]*Function{}, Specs: map[string]*FunctionSpec{}}
 	defer func() {
@@ -338,6 +342,17 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	s.resources, s.Tables, s.Queues = res, res.Tables, res.Queues
 
 	// Functions, each in its emulators.
+	functions = slices.DeleteFunc(functions, func(id string) bool {
+		cond := t.Resources[id].Condition
+		if cond == "" {
+			return false
+		}
+		ok, err := res.p.r.condition(cond)
+		if err == nil && !ok {
+			s.logf("%s is not run: its condition %s is false", id, cond)
+		}
+		return err == nil && !ok
+	})
 	for _, id := range functions {
 		spec, err := s.functionSpec(id)
 		if err != nil {

@@ -342,3 +342,16 @@ func readRawTemplate(t *testing.T, path string) map[string]any {
 	}
 	return m
 }
+
+// A parameter the template's constraints refuse fails Start before it
+// starts or builds anything.
+func TestStartRefusesABadParameter(t *testing.T) {
+	_, err := Start(context.Background(), func(o *Options) {
+		o.Template = "../../template.yaml"
+		o.BuildDir = t.TempDir()
+		o.Parameters = map[string]string{"RetentionDays": "3"}
+	})
+	if err == nil || !strings.Contains(err.Error(), "RetentionDays") || !strings.Contains(err.Error(), "MinValue") {
+		t.Fatalf("expect an error naming RetentionDays and its MinValue, got %v", err)
+	}
+}
