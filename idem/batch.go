@@ -1,0 +1,364 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// BatchHandler is a Handler that is also told the message's index in the
+// batch, so an adapter can reach the event record the message came from.
+type BatchHandler func(ctx context.Context, i int, msg Message) (Effect, error)
+
+// BatchResult is what Process would have returned for one message of a
+// batch.
+type BatchResult struct {
+	Result Result
+	Err    error
+}
+
+// ProcessBatch is Process for many messages at once: it runs h for each
+// message, one after another in batch order, then commits the claims and
+// effects in as few TransactWriteItems as DynamoDB's limits allow (100
+// actions, 4 MB, one action per item). A message's claim and effect always
+// share one transaction, so each message commits or not on its own, and
+// the i-th result is what Process would have returned for msgs[i], logged
+// and counted the same way.
+//
+// A batch of new messages costs one call. When a transaction is cancelled,
+// its CancellationReasons (one per action, in order) tell which messages
+// were duplicates, reused keys or rejected effects; those are settled and
+// the rest are sent again, so a batch that holds duplicates costs two.
+// Conflicts and throttling are retried with backoff as in Process, and
+// count against Options.MaxAttempts per message.
+//
+// Two messages with the same key never share a transaction: the later
+// waits for the earlier and, once the earlier's claim is known, is its
+// Duplicate (or a *KeyReuseError) without a call of its own. Messages
+// whose effects touch the same item go in separate transactions, sent one
+// after another.
+//
+// The messages of a batch commit in no particular order. A caller that
+// must keep an order, such as a FIFO message group's, passes at most one
+// message of each group per call.
+func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler) []BatchResult {
+	b := &batchRun{s: s, out: make([]BatchResult, len(msgs)), known: map[string]Record{}}
+	keys := make([]string, len(msgs))
+	var pending []*entry
+	for i, msg := range msgs {
+		keys[i] = s.claimKey(msg)
+		var hi Handler
+		if h != nil {
+			hi = func(ctx context.Context, m Message) (Effect, error) { return h(ctx, i, m) }
+		}
+		rec, eff, err := s.prepare(ctx, msg, keys[i], hi)
+		if err != nil {
+			b.out[i].Err = err
+			continue
+		}
+		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes})
+	}
+	b.measure(pending)
+	for len(pending) > 0 {
+		pending = b.round(ctx, pending)
+	}
+	for i, msg := range msgs {
+		s.obs.observe(ctx, msg, keys[i], b.out[i].Result, b.out[i].Err)
+	}
+	return b.out
+}
+
+// entry is one message of a batch on its way to a commit.
+type entry struct {
+	i      int
+	rec    Record
+	eff    Effect
+	writes []types.TransactWriteItem // eff.Writes; none while a rejection is recorded
+	rej    *RejectedError            // the rejection being recorded
+
+	items   []types.TransactWriteItem // the claim, then writes
+	targets []target                  // the items they touch; key "" is a whole table
+	size    int
+
+	sends     int
+	conflicts int  // sends cancelled by its own conflict or throttling
+	alone     bool // in a transaction of its own, after the server refused a shared one
+}
+
+// batchRun is one ProcessBatch call's state.
+type batchRun struct {
+	s   *Store
+	out []BatchResult
+	// known holds the claim records this batch committed or found, by key,
+	// so later messages with the same key settle without a call.
+	known map[string]Record
+}
+
+// measure builds each entry's actions and finds the items they touch. A
+// Put names its item through the table's key attributes, which only the
+// batch's other writes on that table tell; when none does, the Put is
+// taken to touch the whole table.
+func (b *batchRun) measure(es []*entry) {
+	keyAttrs := map[string][]string{b.s.table: b.s.keyAttributeNames()}
+	for _, e := range es {
+		for _, w := range e.writes {
+			if table, k, _, _ := describeWrite(w); k != nil && keyAttrs[table] == nil {
+				keyAttrs[table] = slices.Sorted(maps.Keys(k))
+			}
+		}
+	}
+	for _, e := range es {
+		e.items = append(make([]types.TransactWriteItem, 0, len(e.writes)+1), b.s.claim(e.rec, e.rec.ClaimedAt))
+		e.items = append(e.items, e.writes...)
+		e.targets = e.targets[:0]
+		e.size = 0
+		for j, w := range e.items {
+			table, k, n, _ := describeWrite(w) // validateEffect has vouched for each
+			if j == 0 {
+				k = b.s.keyItem(e.rec.Key)
+			} else if k == nil {
+				k = keyOf(w.Put.Item, keyAttrs[table])
+			}
+			t := target{table: table}
+			if k != nil {
+				t.key = canonicalKey(k)
+			}
+			e.targets = append(e.targets, t)
+			e.size += n
+		}
+	}
+}
+
+// keyOf is item's key, or nil when names are unknown or missing from it.
+func keyOf(item map[string]types.AttributeValue, names []string) map[string]types.AttributeValue {
+	if len(names) == 0 {
+		return nil
+	}
+	k := make(map[string]types.AttributeValue, len(names))
+	for _, name := range names {
+		v, ok := item[name]
+		if !ok {
+			return nil
+		}
+		k[name] = v
+	}
+	return k
+}
+
+// round sends the pending entries in as few transactions as fit and
+// returns those to send again, in batch order.
+func (b *batchRun) round(ctx context.Context, pending []*entry) []*entry {
+	var (
+		txs   []*tx
+		taken = map[string]bool{}
+		next  []*entry
+	)
+	for _, e := range pending {
+		if stored, ok := b.known[e.rec.Key]; ok {
+			b.settleAgainst(e, stored)
+			continue
+		}
+		if taken[e.rec.Key] { // DynamoDB refuses two actions on one claim
+			next = append(next, e)
+			continue
+		}
+		taken[e.rec.Key] = true
+		place(&txs, e)
+	}
+	conflicts := 0
+	for _, t := range txs {
+		again, n := b.send(ctx, t.entries)
+		next = append(next, again...)
+		conflicts = max(conflicts, n)
+	}
+	slices.SortFunc(next, func(x, y *entry) int { return x.i - y.i })
+	if conflicts > 0 && len(next) > 0 {
+		if err := b.s.sleep(ctx, conflicts); err != nil {
+			for _, e := range next {
+				b.done(e, Result{}, &RetryableError{Key: e.rec.Key, Attempts: e.sends, Err: err})
+			}
+			return nil
+		}
+	}
+	return next
+}
+
+// tx is one transaction being packed.
+type tx struct {
+	entries []*entry
+	actions int
+	size    int
+	alone   bool
+	items   map[target]bool
+	tables  map[string]bool // tables touched
+	whole   map[string]bool // tables touched as a whole
+}
+
+// place puts e in the first transaction it fits, or in a new one.
+func place(txs *[]*tx, e *entry) {
+	for _, t := range *txs {
+		if t.fits(e) {
+			t.add(e)
+			return
+		}
+	}
+	t := &tx{alone: e.alone, items: map[target]bool{}, tables: map[string]bool{}, whole: map[string]bool{}}
+	t.add(e)
+	*txs = append(*txs, t)
+}
+
+func (t *tx) fits(e *entry) bool {
+	if t.alone || e.alone || t.actions+len(e.items) > maxTransactItems || t.size+e.size > maxTransactBytes {
+		return false
+	}
+	for _, g := range e.targets {
+		if g.key == "" && t.tables[g.table] || g.key != "" && (t.items[g] || t.whole[g.table]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *tx) add(e *entry) {
+	t.entries = append(t.entries, e)
+	t.actions += len(e.items)
+	t.size += e.size
+	for _, g := range e.targets {
+		t.tables[g.table] = true
+		if g.key == "" {
+			t.whole[g.table] = true
+		} else {
+			t.items[g] = true
+		}
+	}
+}
+
+// send commits es in one transaction. It settles the entries whose outcome
+// it learns and returns the others, with the most conflicts one has met.
+func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry, conflicts int) {
+	var items []types.TransactWriteItem
+	for _, e := range es {
+		items = append(items, e.items...)
+		e.sends++
+	}
+	// ClientRequestToken stays nil, as in commit: the SDK's retries reuse it.
+	_, err := b.s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		for _, e := range es {
+			b.done(e, Result{Outcome: Processed, Record: e.rec}, nil)
+		}
+		return nil, 0
+	}
+	var tce *types.TransactionCanceledException
+	readable := errors.As(err, &tce) && len(tce.CancellationReasons) == len(items)
+	if len(es) > 1 && !readable && (tce != nil || isValidationException(err)) {
+		// The server refused what the packing let through, or its reasons
+		// cannot be told apart: each message goes alone, as in Process.
+		for _, e := range es {
+			e.alone = true
+		}
+		return es, 0
+	}
+	if !readable {
+		for _, e := range es {
+			if b.settle(e, err) {
+				again = append(again, e)
+				conflicts = max(conflicts, e.conflicts)
+			}
+		}
+		return again, conflicts
+	}
+	culprits, off := 0, 0
+	for _, e := range es {
+		reasons := tce.CancellationReasons[off : off+len(e.items)]
+		off += len(e.items)
+		if innocent(reasons) {
+			again = append(again, e)
+			continue
+		}
+		culprits++
+		own := &types.TransactionCanceledException{Message: tce.Message, CancellationReasons: reasons}
+		if b.settle(e, own) {
+			again = append(again, e)
+			conflicts = max(conflicts, e.conflicts)
+		}
+	}
+	if culprits == 0 { // a cancellation that blames no action: give up, as commit does
+		for _, e := range again {
+			b.done(e, Result{}, &StoreError{Key: e.rec.Key, Err: err})
+		}
+		return nil, 0
+	}
+	return again, conflicts
+}
+
+func innocent(reasons []types.CancellationReason) bool {
+	for _, r := range reasons {
+		if c := aws.ToString(r.Code); c != "" && c != "None" {
+			return false
+		}
+	}
+	return true
+}
+
+func isValidationException(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
+}
+
+// settle reads err, the cancellation of e's own actions or the call's
+// error, as commit does, and says whether e is to be sent again: after a
+// conflict or throttling within MaxAttempts, or to record its rejection.
+func (b *batchRun) settle(e *entry, err error) bool {
+	res, err, retry := b.s.classify(e.rec, e.writes, err)
+	var rej *RejectedError
+	switch {
+	case retry:
+		e.conflicts++
+		if e.conflicts < b.s.opts.MaxAttempts {
+			return true
+		}
+		err = &RetryableError{Key: e.rec.Key, Attempts: e.sends, Err: err}
+	case e.rej == nil && e.eff.Rejected != nil && errors.As(err, &rej):
+		rec, rerr := b.s.rejection(e.rec, e.eff, rej)
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		e.rec, e.writes, e.rej = rec, nil, rej
+		b.measure([]*entry{e})
+		return true
+	}
+	b.done(e, res, err)
+	return false
+}
+
+// settleAgainst settles e, whose key an earlier message of the batch
+// claimed or found claimed as stored, as the claim's condition would have.
+func (b *batchRun) settleAgainst(e *entry, stored Record) {
+	if stored.Fingerprint != e.rec.Fingerprint {
+		b.done(e, Result{}, &KeyReuseError{Key: e.rec.Key, Fingerprint: e.rec.Fingerprint, Stored: stored})
+		return
+	}
+	b.done(e, Result{Outcome: Duplicate, Record: stored}, nil)
+}
+
+func (b *batchRun) done(e *entry, res Result, err error) {
+	if err == nil && e.rej != nil && res.Outcome == Processed {
+		res.Outcome, res.Rejection = Rejected, e.rej
+	}
+	b.out[e.i] = BatchResult{Result: res, Err: err}
+	var kr *KeyReuseError
+	switch {
+	case err == nil:
+		b.known[e.rec.Key] = res.Record
+	case errors.As(err, &kr):
+		b.known[e.rec.Key] = kr.Stored
+	}
+}
