@@ -21,6 +21,17 @@
 // failure in a group every later record of that group is reported failed
 // without being processed; other groups go on.
 //
+// Options.BatchTransactions trades that concurrency for fewer calls: the
+// batch goes through idem.Store.ProcessBatch, which packs the records'
+// claims and effects into as few transactions as DynamoDB allows (one call
+// for a batch of new records, two when it holds duplicates), each record's
+// claim and effect still in one transaction. Records whose effects touch the
+// same item, such as two credits to one account, need one transaction each.
+// On a FIFO queue a transaction takes at most one record of each message
+// group, the groups' next records go in the next one, and a group stops at
+// its first failure as above: batching helps a batch of many groups, not a
+// batch of one.
+//
 // A record's key is, by default (DefaultKey), the first of:
 //
 //  1. the message attribute IdempotencyKey (a String), set by the producer;

@@ -41,9 +41,19 @@ type Options struct {
 	Source string
 
 	// Concurrency bounds how many records are processed at once (for FIFO
-	// queues, how many message groups). Defaults to 10, the event source
-	// mapping's default batch size.
+	// queues, how many message groups); unused with BatchTransactions.
+	// Defaults to 10, the event source mapping's default batch size.
 	Concurrency int
+
+	// BatchTransactions commits the batch's records together, through
+	// idem.Store.ProcessBatch, in as few transactions as DynamoDB's limits
+	// allow: one call for a batch of new records whose effects touch
+	// different items, two when it holds duplicates. Handlers run one after
+	// another. On a FIFO queue each transaction takes at most one record
+	// per message group, so a group's records still commit in order.
+	// Defaults to false: each record in a transaction of its own,
+	// concurrently.
+	BatchTransactions bool
 
 	// DeadlineMargin is the time kept in hand before the Lambda deadline:
 	// no record starts once less remains, and records already running are
@@ -97,7 +107,22 @@ func (c *consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		work, cancel = context.WithDeadline(ctx, d.Add(-c.opts.DeadlineMargin/2))
 		defer cancel()
 	}
-	lanes := lanes(recs)
+	if c.opts.BatchTransactions {
+		c.runWaves(ctx, work, recs, lanes(recs), errs) // batch.go
+	} else {
+		c.runLanes(ctx, work, recs, lanes(recs), errs)
+	}
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, err := range errs {
+		if err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: recs[i].MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// runLanes runs the lanes on up to Options.Concurrency workers.
+func (c *consumer) runLanes(ctx, work context.Context, recs []events.SQSMessage, lanes [][]int, errs []error) {
 	var (
 		next atomic.Int64
 		wg   sync.WaitGroup
@@ -114,13 +139,6 @@ func (c *consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	}
 	worker()
 	wg.Wait()
-	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	for i, err := range errs {
-		if err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: recs[i].MessageId})
-		}
-	}
-	return resp, nil
 }
 
 // lanes splits a batch into sequences of record indexes run one after
@@ -176,18 +194,27 @@ func (c *consumer) mayStart(ctx context.Context) bool {
 
 // process runs one record through the Store, which logs and counts it.
 func (c *consumer) process(ctx context.Context, rec events.SQSMessage) error {
+	msg, err := c.keyed(ctx, rec)
+	if err != nil {
+		return err
+	}
+	_, err = c.store.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+		return c.h(ctx, rec)
+	})
+	return err
+}
+
+// keyed is the record's message, or the reported failure to read its key.
+func (c *consumer) keyed(ctx context.Context, rec events.SQSMessage) (idem.Message, error) {
 	msg := c.message(rec)
 	key, err := c.key(rec)
 	if err != nil {
 		err = fmt.Errorf("record %s: %w", rec.MessageId, err)
 		c.store.ReportFailure(ctx, msg, err)
-		return err
+		return idem.Message{}, err
 	}
 	msg.ID = key
-	_, err = c.store.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
-		return c.h(ctx, rec)
-	})
-	return err
+	return msg, nil
 }
 
 // skip reports a record that was not processed; the Store logs and counts

@@ -1,0 +1,70 @@
+package sqsconsumer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/kit/idem"
+)
+
+// runWaves is the batch-transactions mode: wave w is the w-th record of
+// every lane, committed through one Store.ProcessBatch. A standard queue's
+// batch is one wave. A FIFO group gives each wave at most one record, so
+// its records commit one wave after another, in order, and after its first
+// failure the rest of the group is reported failed without being processed.
+func (c *consumer) runWaves(ctx, work context.Context, recs []events.SQSMessage, lanes [][]int, errs []error) {
+	failed := make([]int, len(lanes)) // the lane's first failed record, or -1
+	for l := range failed {
+		failed[l] = -1
+	}
+	fail := func(l, i int, err error) {
+		errs[i] = err
+		if failed[l] < 0 {
+			failed[l] = i
+		}
+	}
+	for w := 0; ; w++ {
+		var (
+			idx, lane []int // the wave's records and their lanes
+			msgs      []idem.Message
+			more      bool
+		)
+		for l, ln := range lanes {
+			if w >= len(ln) {
+				continue
+			}
+			more = true
+			i := ln[w]
+			rec := recs[i]
+			switch {
+			case failed[l] >= 0:
+				fail(l, i, c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", ErrGroupStopped, rec.Attributes["MessageGroupId"], recs[failed[l]].MessageId)))
+			case !c.mayStart(ctx):
+				fail(l, i, c.skip(ctx, rec, ErrDeadline))
+			default:
+				msg, err := c.keyed(ctx, rec)
+				if err != nil {
+					fail(l, i, err)
+					continue
+				}
+				idx, lane, msgs = append(idx, i), append(lane, l), append(msgs, msg)
+			}
+		}
+		if !more {
+			return
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		out := c.store.ProcessBatch(work, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
+			return c.h(ctx, recs[idx[j]])
+		})
+		for j, r := range out {
+			if r.Err != nil {
+				fail(lane[j], idx[j], r.Err)
+			}
+		}
+	}
+}
