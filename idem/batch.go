@@ -48,7 +48,7 @@ type BatchResult struct {
 // must keep an order, such as a FIFO message group's, passes at most one
 // message of each group per call.
 func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler) []BatchResult {
-	b := &batchRun{s: s, out: make([]BatchResult, len(msgs)), known: map[string]Record{}}
+	b := &batchRun{s: s, out: make([]BatchResult, len(msgs)), known: make(map[string]Record, len(msgs))}
 	keys := make([]string, len(msgs))
 	var pending []*entry
 	for i, msg := range msgs {
@@ -106,33 +106,52 @@ type batchRun struct {
 // taken to touch the whole table.
 func (b *batchRun) measure(es []*entry) {
 	keyAttrs := map[string][]string{b.s.table: b.s.keyAttributeNames()}
-	for _, e := range es {
-		for _, w := range e.writes {
-			if table, k, _, _ := describeWrite(w); k != nil && keyAttrs[table] == nil {
-				keyAttrs[table] = slices.Sorted(maps.Keys(k))
-			}
-		}
+	type put struct {
+		t    *target
+		item map[string]types.AttributeValue
 	}
+	var puts []put
 	for _, e := range es {
 		e.items = append(make([]types.TransactWriteItem, 0, len(e.writes)+1), b.s.claim(e.rec, e.rec.ClaimedAt))
 		e.items = append(e.items, e.writes...)
-		e.targets = e.targets[:0]
+		e.targets = make([]target, len(e.items))
 		e.size = 0
 		for j, w := range e.items {
 			table, k, n, _ := describeWrite(w) // validateEffect has vouched for each
-			if j == 0 {
-				k = b.s.keyItem(e.rec.Key)
-			} else if k == nil {
-				k = keyOf(w.Put.Item, keyAttrs[table])
-			}
-			t := target{table: table}
-			if k != nil {
-				t.key = canonicalKey(k)
-			}
-			e.targets = append(e.targets, t)
 			e.size += n
+			t := &e.targets[j]
+			t.table = table
+			switch {
+			case j == 0:
+				t.key = itemKey(b.s.keyItem(e.rec.Key))
+			case k != nil:
+				t.key = itemKey(k)
+				if keyAttrs[table] == nil {
+					keyAttrs[table] = slices.Sorted(maps.Keys(k))
+				}
+			default:
+				puts = append(puts, put{t, w.Put.Item})
+			}
 		}
 	}
+	for _, p := range puts {
+		if k := keyOf(p.item, keyAttrs[p.t.table]); k != nil {
+			p.t.key = itemKey(k)
+		}
+	}
+}
+
+// itemKey is canonicalKey(k), without its sort for the usual key of one
+// attribute.
+func itemKey(k map[string]types.AttributeValue) string {
+	if len(k) == 1 {
+		for name, v := range k {
+			if v, ok := v.(*types.AttributeValueMemberS); ok {
+				return name + "\x00S" + v.Value + "\x00"
+			}
+		}
+	}
+	return canonicalKey(k)
 }
 
 // keyOf is item's key, or nil when names are unknown or missing from it.
