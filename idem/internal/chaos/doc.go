@@ -1,0 +1,12 @@
+// Package chaos holds the kit's proofs of exactly-once under faults. It has
+// no API: its tests are the point, and they run in plain go test against
+// the local DynamoDB endpoint (idem/idemtest).
+//
+//   - TestChaosReplay sends messages through both adapters, each delivered
+//     1 to 5 times in shuffled order by concurrent workers, over a DynamoDB
+//     client whose requests are throttled, fail with 5xx, are reset before
+//     they are sent, or lose their answer after the commit
+//     (idemtest.Faults); every failure is redelivered until it succeeds. A
+//     per-message ledger then shows each effect applied exactly once.
+//     -chaos.messages and -chaos.seed size and vary the run.
+package chaos

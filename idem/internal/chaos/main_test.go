@@ -1,0 +1,179 @@
+package chaos_test
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	idemtest.Stop()
+	os.Exit(code)
+}
+
+// tables are one test's tables on the real local endpoint: the claims, the
+// accounts credited, and a ledger that counts each message's effects.
+type tables struct {
+	client    *dynamodb.Client // the test's own, never faulted
+	processed string
+	accounts  string
+	ledger    string
+}
+
+func newTables(t *testing.T) *tables {
+	t.Helper()
+	c := idemtest.Client(t)
+	return &tables{
+		client:    c,
+		processed: idemtest.ProcessedTable(t, c),
+		accounts:  idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"}),
+		ledger:    idemtest.CreateTable(t, c, idemtest.Table{Name: "ledger", HashKey: "id"}),
+	}
+}
+
+// effect is a message's writes: one more application on its own ledger
+// item, and its credit on a shared account. The ledger tells a double or a
+// lost effect apart for each message; the balances check the sums.
+func (tb *tables) effect(id, account string, cents int) []types.TransactWriteItem {
+	return []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                 aws.String(tb.ledger),
+			Key:                       map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}},
+			UpdateExpression:          aws.String("ADD applied :one"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+		}},
+		{Update: &types.Update{
+			TableName:                 aws.String(tb.accounts),
+			Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
+			UpdateExpression:          aws.String("ADD balance :c"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.Itoa(cents)}},
+		}},
+	}
+}
+
+// scan reads a whole table into key → number attribute.
+func (tb *tables) scan(t *testing.T, table, key, number string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	p := dynamodb.NewScanPaginator(tb.client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range page.Items {
+			k, _ := item[key].(*types.AttributeValueMemberS)
+			n, _ := item[number].(*types.AttributeValueMemberN)
+			if k == nil {
+				t.Fatalf("%s: an item without its key %s: %v", table, key, item)
+			}
+			v := 0
+			if n != nil {
+				v, _ = strconv.Atoi(n.Value)
+			}
+			out[k.Value] = v
+		}
+	}
+	return out
+}
+
+// outcomes counts the Store's metric lines (one per delivery, written one at
+// a time) by source and outcome.
+type outcomes struct {
+	mu sync.Mutex
+	n  map[string]map[idem.Outcome]int
+}
+
+var allOutcomes = []idem.Outcome{idem.Processed, idem.Duplicate, idem.Rejected, idem.KeyReuse, idem.Failed, idem.Refused}
+
+func (o *outcomes) Write(p []byte) (int, error) {
+	var line map[string]any
+	if err := json.Unmarshal(p, &line); err != nil {
+		return 0, err
+	}
+	src, _ := line["Source"].(string)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = map[string]map[idem.Outcome]int{}
+	}
+	if o.n[src] == nil {
+		o.n[src] = map[idem.Outcome]int{}
+	}
+	for _, oc := range allOutcomes {
+		if _, ok := line[string(oc)]; ok {
+			o.n[src][oc]++
+		}
+	}
+	return len(p), nil
+}
+
+func (o *outcomes) get(src string, oc idem.Outcome) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[src][oc]
+}
+
+// queue holds the deliveries still to make. A failed delivery goes back in
+// at a random place, as a queue's or a sender's redelivery comes in no set
+// order.
+type queue[T any] struct {
+	mu      sync.Mutex
+	wake    *sync.Cond
+	items   []T
+	pending int // queued or in flight
+	rng     *rand.Rand
+}
+
+func newQueue[T any](items []T, rng *rand.Rand) *queue[T] {
+	q := &queue[T]{items: items, pending: len(items), rng: rng}
+	q.wake = sync.NewCond(&q.mu)
+	return q
+}
+
+// take removes up to n deliveries, passing over those fit refuses. It
+// waits while every remaining delivery is in flight, and returns nil once
+// all have succeeded (or been given up).
+func (q *queue[T]) take(n int, fit func(batch []T, d T) bool) []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && q.pending > 0 {
+		q.wake.Wait()
+	}
+	var batch []T
+	rest := q.items[:0]
+	for _, d := range q.items {
+		if len(batch) < n && (fit == nil || fit(batch, d)) {
+			batch = append(batch, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	clear(q.items[len(rest):])
+	q.items = rest
+	return batch
+}
+
+// settle ends a batch of delivered deliveries; retry go back in.
+func (q *queue[T]) settle(delivered int, retry []T) {
+	q.mu.Lock()
+	for _, d := range retry {
+		q.items = slices.Insert(q.items, q.rng.IntN(len(q.items)+1), d)
+	}
+	q.pending -= delivered - len(retry)
+	q.mu.Unlock()
+	q.wake.Broadcast()
+}
