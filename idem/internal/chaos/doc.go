@@ -9,4 +9,10 @@
 //     (idemtest.Faults); every failure is redelivered until it succeeds. A
 //     per-message ledger then shows each effect applied exactly once.
 //     -chaos.messages and -chaos.seed size and vary the run.
+//   - The kill tests run the real functions/queue and functions/webhook
+//     bootstraps under the Lambda Runtime Interface Emulator, with a proxy
+//     in front of DynamoDB that kills the function process before its
+//     transaction is sent or after it committed, or freezes it until the
+//     Lambda timeout fires; the same event redelivered to a fresh emulator
+//     applies its effect once.
 package chaos
