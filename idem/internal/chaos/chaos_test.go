@@ -24,15 +24,15 @@ var (
 const (
 	faultRate  = 0.04 // per kind, per DynamoDB request: 16% in all
 	accounts   = 8
-	sqsWorkers = 4  // concurrent invokes, each a batch of up to 10 records
+	sqsWorkers = 4  // concurrent invokes of up to 10 records, half with BatchTransactions
 	webWorkers = 16 // concurrent webhook senders
 )
 
 // TestChaosReplay is the kit's headline figure: with at least 10% of
 // DynamoDB requests faulted, every message delivered 1 to 5 times, in
-// shuffled order, by concurrent workers, through both adapters, and every
-// failure redelivered until it succeeds, each message's effect lands
-// exactly once and no message is lost.
+// shuffled order, by concurrent workers, through both adapters (the SQS one
+// in both of its modes), and every failure redelivered until it succeeds,
+// each message's effect lands exactly once and no message is lost.
 func TestChaosReplay(t *testing.T) {
 	start := time.Now()
 	tb := newTables(t)
@@ -76,8 +76,8 @@ func TestChaosReplay(t *testing.T) {
 		return newQueue(ds, rand.New(rand.NewPCG(*seed, 2)))
 	})
 	var wg sync.WaitGroup
-	for range sqsWorkers {
-		wg.Go(sqs.worker)
+	for i := range sqsWorkers {
+		wg.Go(func() { sqs.worker(i%2 == 1) })
 	}
 	for range webWorkers {
 		wg.Go(web.worker)

@@ -62,10 +62,12 @@ func (m *message) body(withKey bool) string {
 // sqsRun plays the event source mapping: batches of up to 10 records, and
 // the records named in batchItemFailures back on the queue.
 type sqsRun struct {
-	t       *testing.T
-	handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
-	q       *queue[*sqsDelivery]
-	gaveUp  atomic.Int32
+	t *testing.T
+	// handlers are the adapter with a transaction per record, and with
+	// BatchTransactions.
+	handlers [2]func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	q        *queue[*sqsDelivery]
+	gaveUp   atomic.Int32
 }
 
 type sqsDelivery struct {
@@ -78,13 +80,13 @@ type sqsDelivery struct {
 // its producer: each copy has its own messageId and carries the
 // IdempotencyKey attribute; the others are redeliveries of one messageId.
 func newSQSRun(t *testing.T, store *idem.Store, tb *tables, msgs []*message, q func([]*sqsDelivery) *queue[*sqsDelivery]) *sqsRun {
-	h := sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+	h := func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		var c credit
 		if err := json.Unmarshal([]byte(rec.Body), &c); err != nil {
 			return idem.Effect{}, err
 		}
 		return idem.Effect{Writes: tb.effect(c.Msg, c.Account, c.Cents)}, nil
-	})
+	}
 	var ds []*sqsDelivery
 	for _, m := range msgs {
 		for n := range m.copies {
@@ -98,7 +100,10 @@ func newSQSRun(t *testing.T, store *idem.Store, tb *tables, msgs []*message, q f
 			ds = append(ds, &sqsDelivery{m: m, rec: rec})
 		}
 	}
-	return &sqsRun{t: t, handler: h, q: q(ds)}
+	return &sqsRun{t: t, q: q(ds), handlers: [2]func(context.Context, events.SQSEvent) (events.SQSEventResponse, error){
+		sqsconsumer.New(store, h),
+		sqsconsumer.New(store, h, func(o *sqsconsumer.Options) { o.BatchTransactions = true }),
+	}}
 }
 
 // distinctIDs keeps two records with one messageId out of a batch: SQS
@@ -113,7 +118,12 @@ func distinctIDs(batch []*sqsDelivery, d *sqsDelivery) bool {
 	return true
 }
 
-func (r *sqsRun) worker() {
+// worker invokes the adapter in one of its modes until the queue is done.
+func (r *sqsRun) worker(batchTransactions bool) {
+	handler := r.handlers[0]
+	if batchTransactions {
+		handler = r.handlers[1]
+	}
 	for {
 		batch := r.q.take(10, distinctIDs)
 		if batch == nil {
@@ -126,7 +136,7 @@ func (r *sqsRun) worker() {
 			inBatch[d.rec.MessageId] = true
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), lambdaTimeout)
-		resp, err := r.handler(ctx, ev)
+		resp, err := handler(ctx, ev)
 		cancel()
 		failed := map[string]bool{}
 		if err != nil { // a function error returns the whole batch
