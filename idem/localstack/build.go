@@ -68,6 +68,9 @@ func buildRIE(ctx context.Context, o *Options) (string, error) {
 	path := filepath.Join(o.BuildDir, "aws-lambda-rie")
 	cmd := exec.CommandContext(ctx, o.Go, "build", "-o", path, RIEPackage)
 	cmd.Dir = filepath.Dir(o.Template)
+	// Without cgo, as the functions are built: the standard library's
+	// packages are then compiled once for both.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("localstack: build the Lambda Runtime Interface Emulator: %w\n%s", err, bytes.TrimSpace(b))
 	}

@@ -19,6 +19,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("IDEM_LOCAL_TEST_RUN_MAIN") == "1" {
+		main() // the command itself, for TestSignalStopsEverything
+		return
+	}
 	code := m.Run()
 	idemtest.Stop()
 	os.Exit(code)
@@ -38,18 +42,17 @@ func goBuild(t *testing.T, out, pkg string) {
 // gone and its port is free.
 func TestSignalStopsEverything(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "idem-local")
 	echo := filepath.Join(dir, "echo", "bootstrap")
-	goBuild(t, bin, ".")
 	goBuild(t, echo, "../../localstack/testdata/echo")
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			buildDir := filepath.Join(dir, "build-"+strconv.Itoa(int(sig)))
-			cmd := exec.Command(bin, "-template", "../../../template.yaml", "-api-addr", "127.0.0.1:0", "-build-dir", buildDir,
+			buildDir := filepath.Join(dir, "build") // the emulator is built once
+			// This test binary runs as the command (see TestMain).
+			cmd := exec.Command(os.Args[0], "-template", "../../../template.yaml", "-api-addr", "127.0.0.1:0", "-build-dir", buildDir,
 				"-bootstrap", "QueueFunction="+echo, "-bootstrap", "WebhookFunction="+echo, "-ttl-sweep", "0", "-quiet")
 			// The command's own servers, not the ones a test run may name.
-			cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_DYNAMODB=", "AWS_ENDPOINT_URL_SQS=")
+			cmd.Env = append(os.Environ(), "IDEM_LOCAL_TEST_RUN_MAIN=1", "AWS_ENDPOINT_URL_DYNAMODB=", "AWS_ENDPOINT_URL_SQS=")
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
