@@ -484,7 +484,7 @@ func (s *Stack) queueByARN(arn string) *Queue {
 func (s *Stack) serveAPI() error {
 	l, err := net.Listen("tcp", s.Options.APIAddr)
 	if err != nil {
-		return fmt.Errorf("localstack: serve the HTTP API: %w", err)
+		return fmt.Errorf("localstack: serve the HTTP API on %s (Options.APIAddr): %w", s.Options.APIAddr, err)
 	}
 	sort.SliceStable(s.Routes, func(i, j int) bool { return s.Routes[i].Key() < s.Routes[j].Key() })
 	api := &HTTPAPI{Routes: s.Routes, Invoker: s, AccountID: AccountID, Logf: s.accessf}
