@@ -190,6 +190,13 @@ func (o *Options) setDefaults() error {
 	if o.BuildDir, err = filepath.Abs(o.BuildDir); err != nil {
 		return err
 	}
+	bootstraps := make(map[string]string, len(o.Bootstraps))
+	for id, path := range o.Bootstraps {
+		if bootstraps[id], err = filepath.Abs(path); err != nil {
+			return err
+		}
+	}
+	o.Bootstraps = bootstraps
 	if o.Go == "" {
 		o.Go = "go"
 	}
