@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -14,7 +15,9 @@ const MaxKeyBytes = 255
 // (draft-ietf-httpapi-idempotency-key-header) or, when it is absent and
 // field is not "", the body's top-level string field of that name. The
 // header may be a bare value or the draft's structured-field string,
-// "…" with \" and \\ escapes; both forms of one value are the same key.
+// "…" with \" and \\ escapes; both forms of one value are the same key. A
+// bare value with a comma is refused: it is what two Idempotency-Key
+// headers become once combined, as API Gateway combines them.
 func IdempotencyKey(field string) KeyFunc {
 	return func(h Header, body []byte) (string, error) {
 		if v := h.Get("Idempotency-Key"); v != "" {
@@ -65,9 +68,13 @@ func bodyString(body []byte, field string) (string, error) {
 }
 
 // unquote reads a structured-field string ("…"); any other value is
-// returned as it is.
+// returned as it is, unless it holds a comma: two header values joined
+// (RFC 9110, section 5.3), and which one the sender meant cannot be told.
 func unquote(v string) (string, error) {
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		if strings.Contains(v, ",") {
+			return "", errors.New("the Idempotency-Key holds more than one value (a comma outside quotes); send one key, quoted if it contains a comma")
+		}
 		return v, nil
 	}
 	b := make([]byte, 0, len(v)-2)
