@@ -42,7 +42,8 @@ type Options struct {
 	// leaves unnamed ("<StackName>-<LogicalId>"). Defaults to "idem-local".
 	StackName string
 
-	// Parameters override the template's parameter defaults.
+	// Parameters override the template's parameter defaults; each value
+	// must meet its parameter's constraints. Defaults to none.
 	Parameters map[string]string
 
 	// Region is the functions' AWS_REGION. Defaults to $AWS_REGION, else
