@@ -1,13 +1,14 @@
 // Command idem-bench runs this kit side by side with check-then-act, the
-// two-phase lock and a bare UpdateItem on one local DynamoDB endpoint and
-// prints one table (and writes it as Markdown with -out).
+// two-phase lock and a bare UpdateItem on one local DynamoDB endpoint, then
+// the kit's CPU benchmarks and its functions' cold starts, and prints the
+// tables (and writes them as Markdown with -out). Run it from the module's
+// root: it builds the functions with the Makefile, as sam build does.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"time"
@@ -18,58 +19,102 @@ import (
 )
 
 func main() {
+	log.SetFlags(0)
+	if err := bench(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// bench is main, returning its error so the local server is stopped first.
+func bench() error {
 	var (
-		latN   = flag.Int("latency", 300, "messages timed for latency, each delivered twice")
-		tpN    = flag.Int("throughput", 1000, "messages for the throughput run, each delivered 3 times")
-		faultN = flag.Int("faults", 100, "messages for the crash-window and race columns")
-		out    = flag.String("out", "", "also write the table as Markdown to this file")
+		latN      = flag.Int("latency", 300, "messages timed for latency, each delivered twice")
+		tpN       = flag.Int("throughput", 1000, "messages for the throughput run, each delivered 3 times")
+		accounts  = flag.Int("accounts", 100, "accounts the throughput run's messages credit")
+		faultN    = flag.Int("faults", 100, "messages for the crash-window and race columns")
+		batchN    = flag.Int("batches", 30, "batches of 10 timed per scenario of the batch table")
+		cpu       = flag.Bool("cpu", true, "run the Go benchmarks (kit CPU cost, local server by table size)")
+		benchtime = flag.String("benchtime", "1s", "go test -benchtime for the kit's CPU benchmarks")
+		count     = flag.Int("count", 5, "go test -count: runs per benchmark; the tables show the median")
+		coldN     = flag.Int("coldstarts", 5, "cold starts per function under the Lambda emulator; 0 skips them")
+		out       = flag.String("out", "", "also write the tables as Markdown to this file")
+		benchOut  = flag.String("benchout", "", "write the Go benchmarks' raw output (benchstat's input) to this file")
 	)
 	flag.Parse()
-	log.SetFlags(0)
 	ctx := context.Background()
 	endpoint := idemtest.ExternalEndpoint()
 	if endpoint == "" {
 		srv, err := localdynamo.Start(ctx)
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		defer srv.Stop()
 		endpoint = srv.Endpoint
 	}
-	rows, err := run(ctx, endpoint, *latN, *tpN, *faultN)
-	if err != nil {
-		log.Fatal(err)
+	rep := report{started: time.Now(), endpoint: endpoint, latN: *latN, tpN: *tpN, accounts: *accounts, faultN: *faultN, batchN: *batchN, coldN: *coldN}
+	var err error
+	if rep.rows, err = run(ctx, endpoint, rep); err != nil {
+		return err
 	}
-	table := markdown(rows, endpoint, *latN, *tpN, *faultN)
-	fmt.Print(table)
-	if *out != "" {
-		if err := os.WriteFile(*out, []byte(table), 0o644); err != nil {
-			log.Fatal(err)
+	if *cpu {
+		raw := os.Stderr
+		if *benchOut != "" {
+			if raw, err = os.Create(*benchOut); err != nil {
+				return err
+			}
+			defer raw.Close()
+		}
+		log.Printf("idem-bench: Go benchmarks (-count %d)", *count)
+		if rep.cpu, err = runGoBenchmarks(ctx, endpoint, *benchtime, *count, raw); err != nil {
+			return err
 		}
 	}
+	if *coldN > 0 {
+		log.Printf("idem-bench: cold starts (each function built with make, as sam build does)")
+		if rep.cold, err = coldStarts(ctx, endpoint, ".", *coldN); err != nil {
+			return err
+		}
+	}
+	md := rep.markdown()
+	fmt.Print(md)
+	if *out != "" {
+		return os.WriteFile(*out, []byte(md), 0o644)
+	}
+	return nil
 }
 
-func run(ctx context.Context, endpoint string, latN, tpN, faultN int) ([]row, error) {
+func run(ctx context.Context, endpoint string, rep report) ([]row, error) {
 	builders := []struct {
-		name  string
-		build func(su *setup, processed string) (strategy, error)
+		name      string
+		batchMode bool
+		build     func(su *setup, processed string) (strategy, error)
 	}{
-		{"this kit (claim + effect, one transaction)", func(su *setup, processed string) (strategy, error) {
-			store, err := idem.New(su.client, processed, func(o *idem.Options) { o.Metrics = io.Discard })
-			return &kit{store: store, accounts: su.accounts}, err
+		{"this kit, per record (claim + effect, one transaction)", false, func(su *setup, processed string) (strategy, error) {
+			store, err := idem.New(su.client, processed, quietStore)
+			return newSQSKit(store, su.accounts, false), err
 		}},
-		{"check-then-act (Get, effect, Put)", func(su *setup, processed string) (strategy, error) {
+		{"this kit, batch transactions", true, func(su *setup, processed string) (strategy, error) {
+			store, err := idem.New(su.client, processed, quietStore)
+			return newSQSKit(store, su.accounts, true), err
+		}},
+		{"check-then-act (Get, effect, Put)", false, func(su *setup, processed string) (strategy, error) {
 			return &checkThenAct{c: su.client, processed: processed, accounts: su.accounts}, nil
 		}},
-		{"two-phase lock (Powertools)", func(su *setup, processed string) (strategy, error) {
+		{"two-phase lock (Powertools)", false, func(su *setup, processed string) (strategy, error) {
 			return &twoPhase{c: su.client, processed: processed, accounts: su.accounts, now: time.Now}, nil
 		}},
-		{"bare UpdateItem (floor, no idempotency)", func(su *setup, processed string) (strategy, error) {
+		{"the same transaction by hand (no kit code)", false, func(su *setup, processed string) (strategy, error) {
+			return &handTx{c: su.client, processed: processed, accounts: su.accounts, now: time.Now}, nil
+		}},
+		{"bare UpdateItem (floor, no idempotency)", false, func(su *setup, processed string) (strategy, error) {
 			return &bare{c: su.client, accounts: su.accounts}, nil
 		}},
 	}
-	var rows []row
-	for i, b := range builders {
+	var (
+		sus  []setup
+		rows []row
+	)
+	for _, b := range builders {
 		su := setup{calls: &idemtest.CallCounter{}}
 		su.client = idemtest.NewClient(endpoint, su.calls.Option)
 		processed, err := idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
@@ -82,24 +127,36 @@ func run(ctx context.Context, endpoint string, latN, tpN, faultN int) ([]row, er
 		if su.strategy, err = b.build(&su, processed); err != nil {
 			return nil, err
 		}
+		sus = append(sus, su)
+		rows = append(rows, row{name: b.name, batchMode: b.batchMode, crashMessages: rep.faultN, raceMessages: rep.faultN})
+	}
+	if err := latencies(ctx, sus, rows, rep.latN); err != nil {
+		return nil, err
+	}
+	log.Printf("idem-bench: latency done")
+	for i, su := range sus {
+		r := &rows[i]
 		prefix := fmt.Sprint("s", i)
-		r := row{name: b.name, crashMessages: faultN, raceMessages: faultN}
-		first, dup, cf, cd, err := latency(ctx, su, prefix, latN)
-		if err != nil {
-			return nil, fmt.Errorf("%s: latency: %w", b.name, err)
+		var err error
+		if k, ok := su.strategy.(*sqsKit); ok {
+			if r.batches, err = batchTable(ctx, su, k, prefix, rep.batchN); err != nil {
+				return nil, fmt.Errorf("%s: batch table: %w", r.name, err)
+			}
 		}
-		r.callsFirst, r.callsDup = cf, cd
-		r.p50First, r.p99First = percentile(first, 0.5), percentile(first, 0.99)
-		r.p50Dup, r.p99Dup = percentile(dup, 0.5), percentile(dup, 0.99)
-		r.msgsPerSec = throughput(ctx, batchDeliverer(su, processed), prefix, tpN)
-		if r.crashDoubles, err = crashWindow(ctx, su, prefix, faultN); err != nil {
-			return nil, fmt.Errorf("%s: crash window: %w", b.name, err)
+		if r.batchMode {
+			// Per message, in batches of 10 new, then redelivered, messages.
+			r.callsFirst, r.callsDup = r.batches[0].calls/10, r.batches[1].calls/10
 		}
-		if r.raceDoubles, err = race(ctx, su, prefix, faultN); err != nil {
-			return nil, fmt.Errorf("%s: race: %w", b.name, err)
+		if r.msgsPerSec, r.creditsPerMsg, err = throughput(ctx, su, batchDeliverer(su.strategy), prefix, rep.tpN, rep.accounts); err != nil {
+			return nil, fmt.Errorf("%s: throughput: %w", r.name, err)
 		}
-		rows = append(rows, r)
-		log.Printf("idem-bench: %s done", b.name)
+		if r.crashDoubles, err = crashWindow(ctx, su, prefix, rep.faultN); err != nil {
+			return nil, fmt.Errorf("%s: crash window: %w", r.name, err)
+		}
+		if r.raceDoubles, err = race(ctx, su, prefix, rep.faultN); err != nil {
+			return nil, fmt.Errorf("%s: race: %w", r.name, err)
+		}
+		log.Printf("idem-bench: %s done", r.name)
 	}
 	floor := rows[len(rows)-1].p50First
 	for i := range rows {
@@ -108,20 +165,13 @@ func run(ctx context.Context, endpoint string, latN, tpN, faultN int) ([]row, er
 	return rows, nil
 }
 
-// batchDeliverer is how the throughput run hands batches to a strategy.
-func batchDeliverer(su setup, processed string) func(context.Context, []message) []message {
-	return concurrentBatch(su.strategy)
-}
-
-func markdown(rows []row, endpoint string, latN, tpN, faultN int) string {
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
-	s := fmt.Sprintf("Strategies side by side on %s (%s). Latency: %d messages, one client, one at a time; throughput: %d messages × 3 deliveries in batches of 10; crash window and race: %d messages each.\n\n", endpoint, time.Now().UTC().Format(time.DateOnly), latN, tpN, faultN)
-	s += fmt.Sprintf("| strategy | calls/first | calls/dup | first p50 ms | first p99 ms | dup p50 ms | dup p99 ms | first p50 / floor | msgs/s (%d×3, batches of 10) | double effects, crash after effect | double effects, concurrent redelivery |\n", tpN)
-	s += "|---|---|---|---|---|---|---|---|---|---|---|\n"
-	for _, r := range rows {
-		s += fmt.Sprintf("| %s | %.2f | %.2f | %s | %s | %s | %s | %.2f× | %.0f | %d of %d | %d of %d |\n",
-			r.name, r.callsFirst, r.callsDup, ms(r.p50First), ms(r.p99First), ms(r.p50Dup), ms(r.p99Dup), r.ratio, r.msgsPerSec,
-			r.crashDoubles, r.crashMessages, r.raceDoubles, r.raceMessages)
+// batchDeliverer is how the throughput run hands batches to a strategy:
+// the SQS adapter takes the batch whole; the others run its records at once.
+func batchDeliverer(st strategy) func(context.Context, []message) []message {
+	if b, ok := st.(interface {
+		deliverBatch(context.Context, []message) []message
+	}); ok {
+		return b.deliverBatch
 	}
-	return s
+	return concurrentBatch(st)
 }

@@ -20,13 +20,16 @@ import (
 // row is one strategy's line of the table.
 type row struct {
 	name                        string
+	batchMode                   bool // latency is per batch, in the batch table
 	callsFirst, callsDup        float64
 	p50First, p99First          time.Duration
 	p50Dup, p99Dup              time.Duration
 	ratio                       float64 // first-delivery p50 over the floor's
 	msgsPerSec                  float64
+	creditsPerMsg               float64 // credits the throughput run applied per message
 	crashDoubles, raceDoubles   int
 	crashMessages, raceMessages int
+	batches                     []batchStat // the SQS adapter's, by batchScenarios
 }
 
 type setup struct {
@@ -36,30 +39,47 @@ type setup struct {
 	accounts string
 }
 
-// latency delivers n new messages one after another, then each again, and
-// returns the per-delivery latencies and call counts.
-func latency(ctx context.Context, su setup, prefix string, n int) (first, dup []time.Duration, callsFirst, callsDup float64, err error) {
-	msgs := make([]message, n)
-	for i := range msgs {
-		msgs[i] = message{id: fmt.Sprintf("%s-lat-%d", prefix, i), account: fmt.Sprintf("lat-%d", i%10), cents: 1}
-	}
-	for pass, out := range []*[]time.Duration{&first, &dup} {
-		su.calls.Reset()
-		for _, m := range msgs {
-			start := time.Now()
-			if err := su.strategy.deliver(ctx, m, false); err != nil {
-				return nil, nil, 0, 0, fmt.Errorf("pass %d, %s: %w", pass, m.id, err)
+// latencies delivers n new messages one after another, then each again,
+// taking turns between the strategies so that a change in the shared
+// machine's load falls on all of them alike; it fills each row's calls and
+// latencies. Batch-mode rows are left out: their figures are per batch.
+func latencies(ctx context.Context, sus []setup, rows []row, n int) error {
+	first, dup := make([][]time.Duration, len(sus)), make([][]time.Duration, len(sus))
+	for pass, out := range [][][]time.Duration{first, dup} {
+		for _, su := range sus {
+			su.calls.Reset()
+		}
+		for i := range n {
+			for k, su := range sus {
+				if rows[k].batchMode {
+					continue
+				}
+				m := message{id: fmt.Sprintf("s%d-lat-%d", k, i), account: fmt.Sprintf("lat-%d", i%10), cents: 1}
+				start := time.Now()
+				if err := su.strategy.deliver(ctx, m, false); err != nil {
+					return fmt.Errorf("%s: latency pass %d, %s: %w", rows[k].name, pass, m.id, err)
+				}
+				out[k] = append(out[k], time.Since(start))
 			}
-			*out = append(*out, time.Since(start))
 		}
-		calls := float64(su.calls.Count("")) / float64(n)
-		if pass == 0 {
-			callsFirst = calls
-		} else {
-			callsDup = calls
+		for k, su := range sus {
+			calls := float64(su.calls.Count("")) / float64(n)
+			if rows[k].batchMode {
+				continue
+			} else if pass == 0 {
+				rows[k].callsFirst = calls
+			} else {
+				rows[k].callsDup = calls
+			}
 		}
 	}
-	return first, dup, callsFirst, callsDup, nil
+	for k := range rows {
+		if !rows[k].batchMode {
+			rows[k].p50First, rows[k].p99First = percentile(first[k], 0.5), percentile(first[k], 0.99)
+			rows[k].p50Dup, rows[k].p99Dup = percentile(dup[k], 0.5), percentile(dup[k], 0.99)
+		}
+	}
+	return nil
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -68,13 +88,14 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-// throughput delivers each message 3 times, shuffled, in batches of 10
-// whose records run concurrently, as the SQS event source hands them to
-// one function; a failed delivery goes back to the queue.
-func throughput(ctx context.Context, deliverBatch func(context.Context, []message) []message, prefix string, n int) float64 {
+// throughput delivers each message 3 times, shuffled, in batches of 10,
+// as the SQS event source hands them to one function; a failed delivery
+// goes back to the queue. It returns the messages per second and the
+// credits applied per message, 1 when each applied once.
+func throughput(ctx context.Context, su setup, deliverBatch func(context.Context, []message) []message, prefix string, n, accounts int) (float64, float64, error) {
 	var queue []message
 	for i := range n {
-		m := message{id: fmt.Sprintf("%s-tp-%d", prefix, i), account: fmt.Sprintf("tp-%d", i%10), cents: 1}
+		m := message{id: fmt.Sprintf("%s-tp-%d", prefix, i), account: fmt.Sprintf("%s-tp-%d", prefix, i%accounts), cents: 1}
 		queue = append(queue, m, m, m)
 	}
 	rand.Shuffle(len(queue), func(i, j int) { queue[i], queue[j] = queue[j], queue[i] })
@@ -83,7 +104,16 @@ func throughput(ctx context.Context, deliverBatch func(context.Context, []messag
 		batch := queue[:min(10, len(queue))]
 		queue = append(queue[len(batch):], deliverBatch(ctx, batch)...)
 	}
-	return float64(3*n) / time.Since(start).Seconds()
+	rate := float64(3*n) / time.Since(start).Seconds()
+	credits := 0
+	for a := range min(n, accounts) {
+		bal, err := balance(ctx, su, fmt.Sprintf("%s-tp-%d", prefix, a))
+		if err != nil {
+			return 0, 0, err
+		}
+		credits += bal
+	}
+	return rate, float64(credits) / float64(n), nil
 }
 
 // concurrentBatch runs a batch's records at once through a strategy and
@@ -163,20 +193,31 @@ func untilDone(ctx context.Context, st strategy, m message) error {
 func countDoubles(ctx context.Context, su setup, prefix string, n int) (int, error) {
 	doubles := 0
 	for i := range n {
-		out, err := su.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(su.accounts), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{"account": s(fmt.Sprintf("%s-%d", prefix, i))},
-		})
+		bal, err := balance(ctx, su, fmt.Sprintf("%s-%d", prefix, i))
 		if err != nil {
 			return 0, err
 		}
-		bal, _ := out.Item["balance"].(*types.AttributeValueMemberN)
-		if bal == nil {
+		if bal == 0 {
 			return 0, fmt.Errorf("%s-%d was never credited", prefix, i)
 		}
-		if v, _ := strconv.Atoi(bal.Value); v > 1 {
+		if bal > 1 {
 			doubles++
 		}
 	}
 	return doubles, nil
+}
+
+func balance(ctx context.Context, su setup, account string) (int, error) {
+	out, err := su.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(su.accounts), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"account": s(account)},
+	})
+	if err != nil {
+		return 0, err
+	}
+	bal, _ := out.Item["balance"].(*types.AttributeValueMemberN)
+	if bal == nil {
+		return 0, nil
+	}
+	return strconv.Atoi(bal.Value)
 }
