@@ -108,13 +108,7 @@ func batchOf(n int, id func(int) spec) []spec {
 	return out
 }
 
-func repeat(s string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
-}
+func repeat(s string, n int) []string { return slices.Repeat([]string{s}, n) }
 
 // TestProcessBatch delivers batches one after another and checks each
 // message's outcome, the DynamoDB calls per batch, the stored response every
@@ -490,4 +484,42 @@ func TestProcessBatchRetries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A batch holding a redelivery of one of its own messages costs one
+// transaction: the copy is the first's Duplicate without a call.
+func ExampleStore_ProcessBatch() {
+	ctx := context.Background()
+	client, processed, accounts := exampleTables(ctx) // a local DynamoDB, as in tests
+	store, err := idem.New(client, processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	if err != nil {
+		panic(err)
+	}
+	batch := []idem.Message{
+		{ID: "evt_1", Source: "credits", Payload: []byte(`{"account":"acc-1","cents":500}`)},
+		{ID: "evt_2", Source: "credits", Payload: []byte(`{"account":"acc-2","cents":250}`)},
+		{ID: "evt_1", Source: "credits", Payload: []byte(`{"account":"acc-1","cents":500}`)},
+	}
+	credit := func(ctx context.Context, i int, m idem.Message) (idem.Effect, error) {
+		var c struct {
+			Account string `json:"account"`
+			Cents   int    `json:"cents"`
+		}
+		if err := json.Unmarshal(m.Payload, &c); err != nil {
+			return idem.Effect{}, err
+		}
+		return idem.Effect{Writes: []types.TransactWriteItem{{Update: &types.Update{
+			TableName:                 aws.String(accounts),
+			Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: c.Account}},
+			UpdateExpression:          aws.String("ADD balance :cents"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":cents": &types.AttributeValueMemberN{Value: fmt.Sprint(c.Cents)}},
+		}}}, Response: []byte("credited " + c.Account)}, nil
+	}
+	for i, r := range store.ProcessBatch(ctx, batch, credit) {
+		fmt.Println(batch[i].ID, r.Result.Outcome, string(r.Result.Record.Response), r.Err)
+	}
+	// Output:
+	// evt_1 Processed credited acc-1 <nil>
+	// evt_2 Processed credited acc-2 <nil>
+	// evt_1 Duplicate credited acc-1 <nil>
 }
