@@ -52,7 +52,7 @@ func coldStarts(ctx context.Context, endpoint, root string, n int) ([]coldStart,
 	}
 	defer os.RemoveAll(dir)
 	rie := filepath.Join(dir, "aws-lambda-rie")
-	if err := command(ctx, root, nil, "go", "build", "-o", rie, localstack.RIEPackage); err != nil {
+	if err := command(ctx, root, nil, goCmd, "build", "-o", rie, localstack.RIEPackage); err != nil {
 		return nil, err
 	}
 	c := idemtest.NewClient(endpoint)
@@ -90,7 +90,7 @@ func coldStarts(ctx context.Context, endpoint, root string, n int) ([]coldStart,
 			if b.flags != "" {
 				env = []string{"GOFLAGS=" + b.flags}
 			}
-			if err := command(ctx, root, env, "make", args...); err != nil {
+			if err := command(ctx, root, env, makeCmd, append(args, "GO="+goCmd)...); err != nil {
 				return nil, err
 			}
 			fi, err := os.Stat(filepath.Join(artifacts, "bootstrap"))

@@ -37,6 +37,9 @@ type benchResult struct {
 	allocs  float64
 }
 
+// goCmd and makeCmd are the tools the run calls (flags -go and -make).
+var goCmd, makeCmd = "go", "make"
+
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
 // runGoBenchmarks runs each package's benchmarks with go test, writes
@@ -54,7 +57,7 @@ func runGoBenchmarks(ctx context.Context, endpoint, benchtime string, count int,
 		if gb.kit {
 			args = append(args, "-cpu", "1")
 		}
-		cmd := exec.CommandContext(ctx, "go", append(args, gb.pkg)...)
+		cmd := exec.CommandContext(ctx, goCmd, append(args, gb.pkg)...)
 		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_DYNAMODB="+endpoint)
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(&buf, raw), os.Stderr

@@ -40,7 +40,12 @@ func bench() error {
 		out       = flag.String("out", "", "also write the tables as Markdown to this file")
 		benchOut  = flag.String("benchout", "", "write the Go benchmarks' raw output (benchstat's input) to this file")
 	)
+	flag.StringVar(&goCmd, "go", "go", "the go command, for the Go benchmarks and the emulator's build")
+	flag.StringVar(&makeCmd, "make", "make", "the make command, for the functions' builds")
 	flag.Parse()
+	if _, err := os.Stat("template.yaml"); err != nil && (*cpu || *coldN > 0) {
+		return fmt.Errorf("run idem-bench from the module's root, where template.yaml and the Makefile are, or with -cpu=false -coldstarts 0: %w", err)
+	}
 	ctx := context.Background()
 	endpoint := idemtest.ExternalEndpoint()
 	if endpoint == "" {
