@@ -42,12 +42,14 @@ func BenchmarkSQSAdapterBatchTransactions(b *testing.B) {
 	h := sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		return idem.Effect{Writes: []types.TransactWriteItem{writes[rec.MessageId]}}, nil
 	}, func(o *sqsconsumer.Options) { o.BatchTransactions = true })
-	b.ReportAllocs()
-	ctx := context.Background()
-	for b.Loop() {
-		if resp, _ := h(ctx, ev); len(resp.BatchItemFailures) > 0 {
-			b.Fatal("unexpected failures")
+	b.Run(fmt.Sprint("batch=", n), func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := context.Background()
+		for b.Loop() {
+			if resp, _ := h(ctx, ev); len(resp.BatchItemFailures) > 0 {
+				b.Fatal("unexpected failures")
+			}
 		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+	})
 }
