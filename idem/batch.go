@@ -27,11 +27,12 @@ type BatchResult struct {
 // message, one after another in batch order, then commits the claims and
 // effects in as few TransactWriteItems as DynamoDB's limits allow (100
 // actions, 4 MB, one action per item). A message's claim and effect always
-// share one transaction, so each message commits or not on its own, and
+// share one transaction, so no effect commits without its claim, and
 // the i-th result is what Process would have returned for msgs[i], logged
 // and counted the same way.
 //
-// A batch of new messages costs one call. When a transaction is cancelled,
+// A batch of new messages whose effects touch different items costs one
+// call (per 100 actions or 4 MB). When a transaction is cancelled,
 // its CancellationReasons (one per action, in order) tell which messages
 // were duplicates, reused keys or rejected effects; those are settled and
 // the rest are sent again, so a batch that holds duplicates costs two.
