@@ -22,8 +22,9 @@ import (
 
 // functionTimeout is the functions' Lambda timeout under the emulator, in
 // whole seconds as it reads it. It must exceed the queue adapter's 2 s
-// DeadlineMargin, or no record would start.
-const functionTimeout = 3
+// DeadlineMargin, or no record would start, with room for a cold start on
+// a loaded machine.
+const functionTimeout = 4
 
 // TestKilledAndTimedOut runs the real functions/queue and functions/webhook
 // bootstraps under the Lambda Runtime Interface Emulator and ends each

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -55,6 +56,8 @@ type proxy struct {
 	held   *http.Request // holdRequest's transaction
 	body   []byte        // and its body
 	acted  chan struct{} // closed once the plan has run
+
+	inflight atomic.Int32 // requests being served
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -80,6 +83,8 @@ func (p *proxy) arm(a act, skip int, victim func() (*proc, error)) {
 }
 
 func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
+	p.inflight.Add(1)
+	defer p.inflight.Add(-1)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		panic(http.ErrAbortHandler)
@@ -140,16 +145,25 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	panic(http.ErrAbortHandler)
 }
 
-// waitActed waits for the armed plan to have run.
+// waitActed waits for the armed plan to have run, and for every request
+// the function sent before it died to have had DynamoDB's answer.
 func (p *proxy) waitActed(t *testing.T) {
 	t.Helper()
 	p.mu.Lock()
 	ch := p.acted
 	p.mu.Unlock()
+	guard := time.After(time.Minute)
 	select {
 	case <-ch:
-	case <-time.After(time.Minute):
+	case <-guard:
 		t.Fatal("the proxy never saw the function's transaction")
+	}
+	for p.inflight.Load() > 0 {
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-guard:
+			t.Fatal("the proxy still serves requests a minute on")
+		}
 	}
 }
 
