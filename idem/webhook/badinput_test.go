@@ -139,3 +139,18 @@ func TestBadInputCommitsNothing(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestQuotedKeyMayHoldAComma: refusing a bare key with a comma (two
+// headers combined) leaves a way to send a key that holds one.
+func TestQuotedKeyMayHoldAComma(t *testing.T) {
+	e := newEnv(t)
+	r := e.receiver(t)
+	for range 2 {
+		if a := sendV2(t, r, delivery{body: creditBody, headers: keyed(`"order-7,line-2"`)}); a.status != 200 || a.body != `{"id":"order-7,line-2","status":"processed"}` {
+			t.Fatalf("expect 200 for the key order-7,line-2, got %d %s", a.status, a.body)
+		}
+	}
+	if n, b := e.claims(t), e.balance(t, "acc-9"); n != 1 || b != 500 {
+		t.Errorf("expect one claim and a balance of 500, got %d and %d", n, b)
+	}
+}
