@@ -23,9 +23,9 @@ var (
 
 const (
 	faultRate  = 0.04 // per kind, per DynamoDB request: 16% in all
-	accounts   = 8
-	sqsWorkers = 4  // concurrent invokes of up to 10 records, half with BatchTransactions
-	webWorkers = 16 // concurrent webhook senders
+	accounts   = 8    // credited by both adapters
+	sqsWorkers = 4    // concurrent invokes of up to 10 records, half with BatchTransactions
+	webWorkers = 16   // concurrent webhook senders
 )
 
 // TestChaosReplay is the kit's headline figure: with at least 10% of
@@ -57,7 +57,7 @@ func TestChaosReplay(t *testing.T) {
 			kind = "web"
 		}
 		msgs[i] = &message{id: fmt.Sprint(kind, "-", i), key: fmt.Sprint("key-", i), form: i / 2 % 3,
-			account: fmt.Sprint("acc-", i%accounts), cents: 1 + rng.IntN(1000), copies: 1 + rng.IntN(5)}
+			account: fmt.Sprint("acc-", i/2%accounts), cents: 1 + rng.IntN(1000), copies: 1 + rng.IntN(5)}
 	}
 	var sqsMsgs, webMsgs []*message
 	for _, m := range msgs {
