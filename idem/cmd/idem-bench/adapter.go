@@ -117,28 +117,33 @@ func tenOf(prefix string, b, distinct, accounts int) []message {
 	return out
 }
 
-// batchTable times n batches of each scenario through k and counts their
-// calls; every record must succeed.
-func batchTable(ctx context.Context, su setup, k *sqsKit, prefix string, n int) ([]batchStat, error) {
-	var out []batchStat
+// batchTables times n batches of each scenario through each kit, taking
+// turns, counts their calls, and returns each kit's line per scenario;
+// every record must succeed.
+func batchTables(ctx context.Context, sus []setup, kits []*sqsKit, n int) ([][]batchStat, error) {
+	out := make([][]batchStat, len(kits))
 	for s, sc := range batchScenarios {
-		var took []time.Duration
-		calls := 0
+		took := make([][]time.Duration, len(kits))
+		calls := make([]int, len(kits))
 		for b := range n {
-			before, batch := sc.batch(fmt.Sprintf("%s-sc%d", prefix, s), b)
-			if len(before) > 0 && len(k.deliverBatch(ctx, before)) > 0 {
-				return nil, fmt.Errorf("%s: batch %d: a record failed before the timed delivery", sc.name, b)
-			}
-			su.calls.Reset()
-			start := time.Now()
-			failed := k.deliverBatch(ctx, batch)
-			took = append(took, time.Since(start))
-			calls += su.calls.Count("TransactWriteItems")
-			if len(failed) > 0 {
-				return nil, fmt.Errorf("%s: batch %d: %d record(s) reported failed", sc.name, b, len(failed))
+			for k, kit := range kits {
+				before, batch := sc.batch(fmt.Sprintf("k%d-sc%d", k, s), b)
+				if len(before) > 0 && len(kit.deliverBatch(ctx, before)) > 0 {
+					return nil, fmt.Errorf("%s: batch %d: a record failed before the timed delivery", sc.name, b)
+				}
+				sus[k].calls.Reset()
+				start := time.Now()
+				failed := kit.deliverBatch(ctx, batch)
+				took[k] = append(took[k], time.Since(start))
+				calls[k] += sus[k].calls.Count("TransactWriteItems")
+				if len(failed) > 0 {
+					return nil, fmt.Errorf("%s: batch %d: %d record(s) reported failed", sc.name, b, len(failed))
+				}
 			}
 		}
-		out = append(out, batchStat{calls: float64(calls) / float64(n), p50: percentile(took, 0.5), p99: percentile(took, 0.99)})
+		for k := range kits {
+			out[k] = append(out[k], batchStat{calls: float64(calls[k]) / float64(n), p50: percentile(took[k], 0.5), p99: percentile(took[k], 0.99)})
+		}
 	}
 	return out, nil
 }

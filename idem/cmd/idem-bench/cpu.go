@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // goBenchmarks are the Go benchmarks the run includes: the kit's CPU cost
@@ -31,8 +33,9 @@ var goBenchmarks = []struct {
 type benchResult struct {
 	name    string
 	kit     bool
-	msgs    int // messages per op: a batch's records, else 1
-	nsPerOp float64
+	msgs    int     // messages per op: a batch's records, else 1
+	nsPerOp float64 // wall time, as go test reports it
+	cpu     float64 // CPU nanoseconds per op, from the process's rusage
 	bPerOp  float64
 	allocs  float64
 }
@@ -47,8 +50,13 @@ var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 // The kit's run on one core (-cpu 1), so ns/op is CPU time, not a
 // parallel batch's wall time; the local server's get the shared endpoint.
 func runGoBenchmarks(ctx context.Context, endpoint, benchtime string, count int, raw io.Writer) ([]benchResult, error) {
+	dir, err := os.MkdirTemp("", "idem-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
 	var out []benchResult
-	for _, gb := range goBenchmarks {
+	for n, gb := range goBenchmarks {
 		bt := benchtime
 		if !gb.kit {
 			bt = "200x" // transactions; filling 10,000 items takes longer than these
@@ -64,9 +72,49 @@ func runGoBenchmarks(ctx context.Context, endpoint, benchtime string, count int,
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("go %s: %w", strings.Join(args, " "), err)
 		}
-		out = append(out, parseBench(buf.Bytes(), gb.kit)...)
+		results := parseBench(buf.Bytes(), gb.kit)
+		if gb.kit {
+			bin := filepath.Join(dir, fmt.Sprint(n, ".test"))
+			if err := exec.CommandContext(ctx, goCmd, "test", "-c", "-o", bin, gb.pkg).Run(); err != nil {
+				return nil, fmt.Errorf("go test -c %s: %w", gb.pkg, err)
+			}
+			for i := range results {
+				var cpus []float64
+				for range count {
+					c, err := cpuPerOp(ctx, bin, results[i].name)
+					if err != nil {
+						return nil, err
+					}
+					cpus = append(cpus, c)
+				}
+				results[i].cpu = median(cpus)
+			}
+		}
+		out = append(out, results...)
 	}
 	return out, nil
+}
+
+// cpuPerOp is the CPU time, in nanoseconds, one op of a benchmark costs,
+// from the process's rusage: two runs of fixed op counts, one process
+// each, and their difference, so start-up and setup cancel out. Unlike
+// ns/op it does not grow while other processes hold the cores.
+func cpuPerOp(ctx context.Context, bin, name string) (float64, error) {
+	top, sub, _ := strings.Cut(name, "/")
+	pattern := "^" + regexp.QuoteMeta(top) + "$"
+	if sub != "" {
+		pattern += "/^" + regexp.QuoteMeta(sub) + "$"
+	}
+	ops := [2]int{2_000, 22_000}
+	var cpu [2]time.Duration
+	for i, n := range ops {
+		cmd := exec.CommandContext(ctx, bin, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", fmt.Sprint(n, "x"), "-test.cpu", "1")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("%s -test.bench %s: %w\n%s", bin, pattern, err, b)
+		}
+		cpu[i] = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	return float64(cpu[1]-cpu[0]) / float64(ops[1]-ops[0]), nil
 }
 
 func parseBench(b []byte, kit bool) []benchResult {

@@ -135,26 +135,42 @@ func run(ctx context.Context, endpoint string, rep report) ([]row, error) {
 		sus = append(sus, su)
 		rows = append(rows, row{name: b.name, batchMode: b.batchMode, crashMessages: rep.faultN, raceMessages: rep.faultN})
 	}
+	// Each measure takes turns between the strategies, so that a change
+	// in the shared machine's load falls on all of them alike.
 	if err := latencies(ctx, sus, rows, rep.latN); err != nil {
 		return nil, err
 	}
 	log.Printf("idem-bench: latency done")
+	var (
+		kits    []*sqsKit
+		kitSus  []setup
+		kitRows []int
+	)
+	for i, su := range sus {
+		if k, ok := su.strategy.(*sqsKit); ok {
+			kits, kitSus, kitRows = append(kits, k), append(kitSus, su), append(kitRows, i)
+		}
+	}
+	tables, err := batchTables(ctx, kitSus, kits, rep.batchN)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range kitRows {
+		rows[i].batches = tables[j]
+		if rows[i].batchMode {
+			// Per message, in batches of 10 new, then redelivered, messages.
+			rows[i].callsFirst, rows[i].callsDup = tables[j][0].calls/10, tables[j][1].calls/10
+		}
+	}
+	log.Printf("idem-bench: batch table done")
+	if err := throughputs(ctx, sus, rows, rep.tpN, rep.accounts); err != nil {
+		return nil, err
+	}
+	log.Printf("idem-bench: throughput done")
 	for i, su := range sus {
 		r := &rows[i]
 		prefix := fmt.Sprint("s", i)
 		var err error
-		if k, ok := su.strategy.(*sqsKit); ok {
-			if r.batches, err = batchTable(ctx, su, k, prefix, rep.batchN); err != nil {
-				return nil, fmt.Errorf("%s: batch table: %w", r.name, err)
-			}
-		}
-		if r.batchMode {
-			// Per message, in batches of 10 new, then redelivered, messages.
-			r.callsFirst, r.callsDup = r.batches[0].calls/10, r.batches[1].calls/10
-		}
-		if r.msgsPerSec, r.creditsPerMsg, err = throughput(ctx, su, batchDeliverer(su.strategy), prefix, rep.tpN, rep.accounts); err != nil {
-			return nil, fmt.Errorf("%s: throughput: %w", r.name, err)
-		}
 		if r.crashDoubles, err = crashWindow(ctx, su, prefix, rep.faultN); err != nil {
 			return nil, fmt.Errorf("%s: crash window: %w", r.name, err)
 		}

@@ -88,32 +88,56 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-// throughput delivers each message 3 times, shuffled, in batches of 10,
+// throughputs delivers each message 3 times, shuffled, in batches of 10,
 // as the SQS event source hands them to one function; a failed delivery
-// goes back to the queue. It returns the messages per second and the
-// credits applied per message, 1 when each applied once.
-func throughput(ctx context.Context, su setup, deliverBatch func(context.Context, []message) []message, prefix string, n, accounts int) (float64, float64, error) {
-	var queue []message
+// goes back to the queue. The strategies take turns, a batch each, and
+// each is timed only while it delivers. It fills each row's messages per
+// second and credits applied per message (1 when each applied once).
+func throughputs(ctx context.Context, sus []setup, rows []row, n, accounts int) error {
+	order := make([]int, 0, 3*n)
 	for i := range n {
-		m := message{id: fmt.Sprintf("%s-tp-%d", prefix, i), account: fmt.Sprintf("%s-tp-%d", prefix, i%accounts), cents: 1}
-		queue = append(queue, m, m, m)
+		order = append(order, i, i, i)
 	}
-	rand.Shuffle(len(queue), func(i, j int) { queue[i], queue[j] = queue[j], queue[i] })
-	start := time.Now()
-	for len(queue) > 0 {
-		batch := queue[:min(10, len(queue))]
-		queue = append(queue[len(batch):], deliverBatch(ctx, batch)...)
+	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	msg := func(k, i int) message {
+		return message{id: fmt.Sprintf("s%d-tp-%d", k, i), account: fmt.Sprintf("s%d-tp-%d", k, i%accounts), cents: 1}
 	}
-	rate := float64(3*n) / time.Since(start).Seconds()
-	credits := 0
-	for a := range min(n, accounts) {
-		bal, err := balance(ctx, su, fmt.Sprintf("%s-tp-%d", prefix, a))
-		if err != nil {
-			return 0, 0, err
+	queues := make([][]message, len(sus))
+	deliver := make([]func(context.Context, []message) []message, len(sus))
+	for k, su := range sus {
+		for _, i := range order {
+			queues[k] = append(queues[k], msg(k, i))
 		}
-		credits += bal
+		deliver[k] = batchDeliverer(su.strategy)
 	}
-	return rate, float64(credits) / float64(n), nil
+	took := make([]time.Duration, len(sus))
+	for busy := true; busy; {
+		busy = false
+		for k, q := range queues {
+			if len(q) == 0 {
+				continue
+			}
+			busy = true
+			batch := q[:min(10, len(q))]
+			start := time.Now()
+			failed := deliver[k](ctx, batch)
+			took[k] += time.Since(start)
+			queues[k] = append(q[len(batch):], failed...)
+		}
+	}
+	for k, su := range sus {
+		credits := 0
+		for a := range min(n, accounts) {
+			bal, err := balance(ctx, su, msg(k, a).account)
+			if err != nil {
+				return err
+			}
+			credits += bal
+		}
+		rows[k].msgsPerSec = float64(3*n) / took[k].Seconds()
+		rows[k].creditsPerMsg = float64(credits) / float64(n)
+	}
+	return nil
 }
 
 // concurrentBatch runs a batch's records at once through a strategy and

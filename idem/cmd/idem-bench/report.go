@@ -58,12 +58,12 @@ func (r report) markdown() string {
 
 	if len(r.cpu) > 0 {
 		p("## Kit CPU cost per message\n\n")
-		p("Go benchmarks with the DynamoDB call answered in-process, on one core (`-cpu 1`), median of the runs in the raw output (`go test -run '^$' -bench … -benchmem`; compare runs with benchstat). A batch's cost is divided by its records.\n\n")
-		p("| benchmark | ns/op | µs per message | B per message | allocs per message |\n|---|---|---|---|---|\n")
+		p("Go benchmarks with the DynamoDB call answered in-process, on one core (`-cpu 1`): ns/op, B/op and allocs/op are the medians of `go test -run '^$' -bench … -benchmem` (the raw output is benchstat's input); CPU is the process's user + system time per op between two runs of 2,000 and 22,000 ops, median of as many pairs, which waiting for a shared core does not inflate. A batch's cost is divided by its records.\n\n")
+		p("| benchmark | ns/op (wall) | CPU µs per message | B per message | allocs per message |\n|---|---|---|---|---|\n")
 		for _, c := range r.cpu {
 			if c.kit {
 				n := float64(c.msgs)
-				p("| %s | %.0f | %.1f | %.0f | %.0f |\n", c.name, c.nsPerOp, c.nsPerOp/n/1000, c.bPerOp/n, c.allocs/n)
+				p("| %s | %.0f | %.1f | %.0f | %.0f |\n", c.name, c.nsPerOp, c.cpu/n/1000, c.bPerOp/n, c.allocs/n)
 			}
 		}
 		p("\n### Local server: one claim + credit transaction by table size\n\n| benchmark | ms/op |\n|---|---|\n")
@@ -148,7 +148,7 @@ func (r report) targets() []target {
 			}
 			continue
 		}
-		if v := c.nsPerOp / float64(c.msgs); v > worstNs {
+		if v := c.cpu / float64(c.msgs); v > worstNs {
 			worstNs, nsName = v, c.name
 		}
 		if v := c.allocs / float64(c.msgs); v > worstAllocs {
@@ -157,7 +157,7 @@ func (r report) targets() []target {
 	}
 	if nsName != "" {
 		out = append(out,
-			target{"kit CPU < 20 µs per message", fmt.Sprintf("%.1f µs at most (%s)", worstNs/1000, nsName), worstNs < 20_000},
+			target{"kit CPU < 20 µs per message", fmt.Sprintf("%.1f µs CPU at most (%s)", worstNs/1000, nsName), worstNs < 20_000},
 			target{"kit < 100 allocations per message", fmt.Sprintf("%.0f at most (%s)", worstAllocs, allocName), worstAllocs < 100})
 	}
 	if small > 0 && large > 0 {
