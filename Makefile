@@ -15,7 +15,7 @@ LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO)
 # Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4'.
 LOCAL_FLAGS ?=
 
-.PHONY: test bench moto tools lint-template local demo build-QueueFunction build-WebhookFunction
+.PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-WebhookFunction
 
 build-QueueFunction:
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-QueueFunction ARTIFACTS_DIR=out))
@@ -48,6 +48,19 @@ lint-template: tools
 test: moto lint-template
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# Each fuzz target for a bounded time (FUZZTIME each); their seed corpora
+# (testdata/fuzz) already run in make test.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./functions/internal/credit
+	$(GO) test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME) ./functions/queue/internal/handler
+	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./idem/sqsconsumer
+	$(GO) test -run '^$$' -fuzz '^FuzzBatch$$' -fuzztime $(FUZZTIME) ./idem/sqsconsumer
+	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./idem/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzStripeVerifier$$' -fuzztime $(FUZZTIME) ./idem/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzHMACVerifier$$' -fuzztime $(FUZZTIME) ./idem/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzIdempotencyKey$$' -fuzztime $(FUZZTIME) ./idem/webhook
 
 bench: moto
 	$(GO) test -run '^$$' -bench . -benchmem ./...
