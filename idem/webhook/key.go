@@ -44,6 +44,11 @@ func StripeEventID(_ Header, body []byte) (string, error) {
 // redelivery keeps.
 func GitHubDelivery(h Header, _ []byte) (string, error) {
 	if v := h.Get("X-GitHub-Delivery"); v != "" {
+		// A GUID has no comma: one here is two headers joined, and either
+		// alone would be another key on a retry.
+		if strings.Contains(v, ",") {
+			return "", errors.New("the X-GitHub-Delivery header holds more than one value")
+		}
 		return v, nil
 	}
 	return "", errors.New("no X-GitHub-Delivery header")

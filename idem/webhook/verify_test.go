@@ -131,3 +131,26 @@ func TestStripeSignatureMatchesStripesScheme(t *testing.T) {
 		t.Fatalf("expect %s, got %s", want, got)
 	}
 }
+
+func TestGitHubDeliveryKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, header, want, err string
+	}{
+		{"one delivery id", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "72d3162e-cc78-11e3-81ab-4c9367dc0958", ""},
+		{"missing", "", "", "no X-GitHub-Delivery header"},
+		{"two joined", "72d3162e-cc78-11e3-81ab-4c9367dc0958,0b989ba4-242f-11e5-81e1-c7b0e2a4ac6b", "", "more than one value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := webhook.GitHubDelivery(webhook.Header{"x-github-delivery": tc.header}, nil)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("expect an error saying %q, got %q, %v", tc.err, got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("expect %q, got %q, %v", tc.want, got, err)
+			}
+		})
+	}
+}
