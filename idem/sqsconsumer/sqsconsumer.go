@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -232,7 +233,8 @@ func (c *consumer) message(rec events.SQSMessage) idem.Message {
 	if src == "" {
 		src = QueueName(rec.EventSourceARN)
 	}
-	return idem.Message{Source: src, Payload: []byte(rec.Body)}
+	// The messageId in the log line is what batchItemFailures names.
+	return idem.Message{Source: src, Payload: []byte(rec.Body), LogAttrs: []slog.Attr{slog.String("messageId", rec.MessageId)}}
 }
 
 // key runs Options.Key, turning an empty key into ErrNoKey and a panic into
