@@ -124,9 +124,9 @@ func (b *batchRun) measure(es []*entry) {
 			t.table = table
 			switch {
 			case j == 0:
-				t.key = itemKey(b.s.keyItem(e.rec.Key))
+				t.key = canonicalKey(b.s.keyItem(e.rec.Key))
 			case k != nil:
-				t.key = itemKey(k)
+				t.key = canonicalKey(k)
 				if keyAttrs[table] == nil {
 					keyAttrs[table] = slices.Sorted(maps.Keys(k))
 				}
@@ -137,22 +137,9 @@ func (b *batchRun) measure(es []*entry) {
 	}
 	for _, p := range puts {
 		if k := keyOf(p.item, keyAttrs[p.t.table]); k != nil {
-			p.t.key = itemKey(k)
+			p.t.key = canonicalKey(k)
 		}
 	}
-}
-
-// itemKey is canonicalKey(k), without its sort for the usual key of one
-// attribute.
-func itemKey(k map[string]types.AttributeValue) string {
-	if len(k) == 1 {
-		for name, v := range k {
-			if v, ok := v.(*types.AttributeValueMemberS); ok {
-				return name + "\x00S" + v.Value + "\x00"
-			}
-		}
-	}
-	return canonicalKey(k)
 }
 
 // keyOf is item's key, or nil when names are unknown or missing from it.

@@ -178,6 +178,13 @@ func describeWrite(w types.TransactWriteItem) (table string, key map[string]type
 
 // canonicalKey renders a key so that equal keys compare equal.
 func canonicalKey(k map[string]types.AttributeValue) string {
+	if len(k) == 1 { // the usual key: nothing to sort, one string to build
+		for name, v := range k {
+			if v, ok := v.(*types.AttributeValueMemberS); ok {
+				return name + "\x00S" + v.Value + "\x00"
+			}
+		}
+	}
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(k)) {
 		b.WriteString(name)
