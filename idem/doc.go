@@ -18,6 +18,10 @@
 // condition on one of the handler's writes is a *RejectedError, or the
 // message's recorded outcome when Effect.Rejected is set.
 //
+// ProcessBatch does the same for a batch of messages in as few
+// transactions as DynamoDB's limits allow, each message's claim and effect
+// always in one of them, with the same outcome per message as Process.
+//
 // Claim records expire after Options.RetentionDays; DynamoDB TTL deletes them
 // lazily, so the claim treats an expired record that still lingers as absent.
 // Retention must exceed every sender's redelivery horizon.
