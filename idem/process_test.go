@@ -73,28 +73,12 @@ func (e *env) creditHandler(runs *atomic.Int64) idem.Handler {
 
 func (e *env) balance(t *testing.T, account string) int {
 	t.Helper()
-	out, err := e.client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(e.accounts), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := out.Item["balance"].(*types.AttributeValueMemberN)
-	if n == nil {
-		return 0
-	}
-	v, _ := strconv.Atoi(n.Value)
-	return v
+	return int(idemtest.Number(t, e.client, e.accounts, "account", account, "balance"))
 }
 
 func (e *env) claimCount(t *testing.T) int {
 	t.Helper()
-	out, err := e.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(e.processed), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(out.Items)
+	return idemtest.ItemCount(t, e.client, e.processed)
 }
 
 var msg = idem.Message{ID: "evt_001", Source: "credits", Payload: []byte(`{"id":"evt_001","account":"acc-9","cents":500}`)}

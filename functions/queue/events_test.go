@@ -4,22 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/queue/internal/handler"
 	"github.com/idemkit/kit/idem"
@@ -51,61 +46,9 @@ func readEvent(t *testing.T, name string) []byte {
 func TestEventsRoundTrip(t *testing.T) {
 	for _, file := range []string{"sqs-credits.json", "sqs-credits-fifo.json"} {
 		t.Run(file, func(t *testing.T) {
-			raw := readEvent(t, file)
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.DisallowUnknownFields()
-			var ev events.SQSEvent
-			if err := dec.Decode(&ev); err != nil {
-				t.Fatalf("decode: %v", err)
-			}
-			out, err := json.Marshal(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want, got any
-			if err := json.Unmarshal(raw, &want); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(out, &got); err != nil {
-				t.Fatal(err)
-			}
-			if diff := lost(want, got, "$"); diff != "" {
-				t.Errorf("the round trip lost %s", diff)
-			}
+			idemtest.CheckJSONRoundTrip(t, readEvent(t, file), &events.SQSEvent{})
 		})
 	}
-}
-
-// lost names the first member of want that got lacks or holds differently.
-func lost(want, got any, path string) string {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return path
-		}
-		for k, v := range w {
-			if d := lost(v, g[k], path+"."+k); d != "" {
-				return d
-			}
-		}
-		return ""
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return path
-		}
-		for i := range w {
-			if d := lost(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
-				return d
-			}
-		}
-		return ""
-	}
-	if !reflect.DeepEqual(want, got) {
-		return fmt.Sprintf("%s (%v, got %v)", path, want, got)
-	}
-	return ""
 }
 
 // TestEventsInvokeTheFunction runs each event through the function's
@@ -166,19 +109,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 
 func balance(t *testing.T, c *dynamodb.Client, table, account string) int {
 	t.Helper()
-	out, err := c.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := out.Item["balance"].(*types.AttributeValueMemberN)
-	if n == nil {
-		return 0
-	}
-	v, _ := strconv.Atoi(n.Value)
-	return v
+	return int(idemtest.Number(t, c, table, "account", account, "balance"))
 }
 
 // TestStartupFailsOnBadEnvironment runs main in a child process: a bad

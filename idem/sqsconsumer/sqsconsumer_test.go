@@ -144,19 +144,7 @@ func (e *env) run(t *testing.T, ctx context.Context, recs []events.SQSMessage, o
 
 func (e *env) balance(t *testing.T, account string) int {
 	t.Helper()
-	out, err := e.client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(e.accounts), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := out.Item["balance"].(*types.AttributeValueMemberN)
-	if n == nil {
-		return 0
-	}
-	v, _ := strconv.Atoi(n.Value)
-	return v
+	return int(idemtest.Number(t, e.client, e.accounts, "account", account, "balance"))
 }
 
 func (e *env) checkBalances(t *testing.T, want map[string]int) {
@@ -170,11 +158,7 @@ func (e *env) checkBalances(t *testing.T, want map[string]int) {
 
 func (e *env) claims(t *testing.T) int {
 	t.Helper()
-	out, err := e.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(e.processed), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(out.Items)
+	return idemtest.ItemCount(t, e.client, e.processed)
 }
 
 // outcomes counts the EMF lines written since the last call, by outcome.

@@ -91,28 +91,12 @@ func creditHandler(accounts string) webhook.Handler {
 
 func (e *env) balance(t *testing.T, account string) int64 {
 	t.Helper()
-	out, err := e.client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(e.accounts), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := out.Item["balance"].(*types.AttributeValueMemberN)
-	if n == nil {
-		return 0
-	}
-	v, _ := strconv.ParseInt(n.Value, 10, 64)
-	return v
+	return idemtest.Number(t, e.client, e.accounts, "account", account, "balance")
 }
 
 func (e *env) claims(t *testing.T) int {
 	t.Helper()
-	out, err := e.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(e.processed), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(out.Items)
+	return idemtest.ItemCount(t, e.client, e.processed)
 }
 
 // delivery is one HTTP request, sent in either payload format.

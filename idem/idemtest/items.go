@@ -1,0 +1,114 @@
+package idemtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Number reads the number attribute attr of the item whose string partition
+// key keyAttr is keyValue, with a consistent read: 0 when the item or the
+// attribute is absent, such as the balance of an account never credited.
+func Number(tb testing.TB, client *dynamodb.Client, table, keyAttr, keyValue, attr string) int64 {
+	tb.Helper()
+	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{keyAttr: &types.AttributeValueMemberS{Value: keyValue}},
+	})
+	if err != nil {
+		tb.Fatalf("idemtest: get %s %s=%s: %v", table, keyAttr, keyValue, err)
+	}
+	n, ok := out.Item[attr].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		tb.Fatalf("idemtest: %s of %s=%s is %q, not a whole number", attr, keyAttr, keyValue, n.Value)
+	}
+	return v
+}
+
+// ItemCount counts the items of table with a consistent Scan, every page.
+func ItemCount(tb testing.TB, client *dynamodb.Client, table string) int {
+	tb.Helper()
+	n := 0
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Select: types.SelectCount})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			tb.Fatalf("idemtest: scan %s: %v", table, err)
+		}
+		n += int(out.Count)
+	}
+	return n
+}
+
+// CheckJSONRoundTrip decodes raw into v, refusing fields v's type does not
+// have, encodes v again and fails the test if any member of raw is lost or
+// changed: an event file must survive aws-lambda-go's own types.
+func CheckJSONRoundTrip(tb testing.TB, raw []byte, v any) {
+	tb.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		tb.Fatalf("idemtest: decode into %T: %v", v, err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var want, got any
+	if err := json.Unmarshal(raw, &want); err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		tb.Fatal(err)
+	}
+	if diff := lost(want, got, "$"); diff != "" {
+		tb.Errorf("idemtest: the round trip through %T lost %s", v, diff)
+	}
+}
+
+// lost names the first member of want that got lacks or holds differently.
+func lost(want, got any, path string) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return path
+		}
+		for k, v := range w {
+			if d := lost(v, g[k], path+"."+k); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return path
+		}
+		for i := range w {
+			if d := lost(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	}
+	if got == nil && (want == nil || want == false || want == "" || want == 0.0) {
+		return "" // omitempty: a zero value is left out
+	}
+	if !reflect.DeepEqual(want, got) {
+		return fmt.Sprintf("%s (%v, got %v)", path, want, got)
+	}
+	return ""
+}
