@@ -16,8 +16,9 @@ var (
 	// ErrRejected: a condition of the effect failed.
 	ErrRejected = errors.New("idem: effect rejected")
 	// ErrRetryable: a transient failure (conflict, throttling, a server or
-	// network error, the deadline); nothing committed, so retry the
-	// delivery later.
+	// network error, the deadline). The transaction may have committed, as
+	// an answer can be lost after the commit; retry the delivery later,
+	// which is safe either way: a committed one comes back a Duplicate.
 	ErrRetryable = errors.New("idem: transient failure")
 )
 

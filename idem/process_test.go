@@ -327,6 +327,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 		{name: "response too large", msg: msg, eff: idem.Effect{Response: make([]byte, 64<<10+1)}, want: "MaxResponseBytes"},
 		{name: "write without operation", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{{}}}, want: "no operation"},
 		{name: "write with two operations", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{{Update: e.credit("a", 1).Update, Delete: &types.Delete{TableName: aws.String(e.accounts), Key: claimKey}}}}, want: "2 operations"},
+		{name: "nil attribute value", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(e.accounts), Key: map[string]types.AttributeValue{"account": (*types.AttributeValueMemberS)(nil)}}}}}, want: "is an AttributeValue nil?"},
 		{name: "write without table", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{{Delete: &types.Delete{Key: claimKey}}}}, want: "no TableName"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,12 +24,14 @@ import (
 // scripted answers each call with the next error of its script (nil when
 // the script is exhausted).
 type scripted struct {
-	errs  []error
-	calls int
+	errs   []error
+	calls  int
+	inputs []*dynamodb.TransactWriteItemsInput
 }
 
 func (s *scripted) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	s.calls++
+	s.inputs = append(s.inputs, in)
 	if len(s.errs) == 0 {
 		return &dynamodb.TransactWriteItemsOutput{}, nil
 	}
@@ -119,6 +121,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"nil client", nil, "t", nil, "nil DynamoDB client"},
 		{"no table", fake, "", nil, "empty processed-ids table name"},
 		{"negative retention", fake, "t", func(o *idem.Options) { o.RetentionDays = -1 }, "RetentionDays is -1"},
+		{"retention past time.Duration", fake, "t", func(o *idem.Options) { o.RetentionDays = 200000 }, "from 1 to 36500"},
 		{"negative attempts", fake, "t", func(o *idem.Options) { o.MaxAttempts = -1 }, "must not be negative"},
 		{"sort key too long", fake, "t", func(o *idem.Options) { o.Attributes.SortKey, o.SortKeyValue = "sk", string(make([]byte, 1025)) }, "SortKeyValue is 1025 bytes"},
 	} {
@@ -147,5 +150,46 @@ func TestDefaultsAreApplied(t *testing.T) {
 	single, _ := idem.New(&scripted{}, "t", func(o *idem.Options) { o.Attributes.SortKey = "sk" })
 	if got := single.Options().SortKeyValue; got != "IDEM" {
 		t.Errorf("SortKeyValue default: want IDEM, got %q", got)
+	}
+}
+
+// TestEachAttemptIsANewTransaction: the SDK writes its ClientRequestToken
+// into the input it is given; resending that input after a cancellation
+// would ask DynamoDB for the cancelled transaction's answer again.
+func TestEachAttemptIsANewTransaction(t *testing.T) {
+	fake := &scripted{errs: []error{cancelled("TransactionConflict", "None"), cancelled("TransactionConflict", "None")}}
+	store, err := idem.New(fake, "processed", func(o *idem.Options) {
+		o.Metrics, o.BackoffBase, o.BackoffMax = io.Discard, time.Microsecond, time.Microsecond
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Process(context.Background(), idem.Message{ID: "m", Source: "s"}, noop); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[*dynamodb.TransactWriteItemsInput]bool{}
+	for i, in := range fake.inputs {
+		if seen[in] || in.ClientRequestToken != nil {
+			t.Errorf("attempt %d reuses an input or carries a token: %v", i+1, aws.ToString(in.ClientRequestToken))
+		}
+		seen[in] = true
+	}
+	if len(fake.inputs) != 3 {
+		t.Errorf("want 3 attempts, got %d", len(fake.inputs))
+	}
+}
+
+// TestHugeBackoffDoesNotOverflow: a base so large that doubling it
+// overflows must still wait at most BackoffMax.
+func TestHugeBackoffDoesNotOverflow(t *testing.T) {
+	fake := &scripted{errs: []error{cancelled("TransactionConflict"), cancelled("TransactionConflict")}}
+	store, err := idem.New(fake, "processed", func(o *idem.Options) {
+		o.Metrics, o.BackoffBase, o.BackoffMax = io.Discard, time.Duration(1<<62), time.Microsecond
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Process(context.Background(), idem.Message{ID: "m", Source: "s"}, noop); err != nil {
+		t.Fatalf("want a commit on the third attempt, got %v", err)
 	}
 }

@@ -31,6 +31,11 @@ type Store struct {
 	obs    observer
 }
 
+// maxRetentionDays keeps Retention far from time.Duration's limit (about
+// 106,751 days), past which an expiry would wrap into the past and every
+// redelivery would claim again.
+const maxRetentionDays = 36500
+
 // New returns a Store that keeps claim records in table.
 func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Store, error) {
 	var o Options
@@ -43,8 +48,8 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 		return nil, errors.New("idem: New: nil DynamoDB client")
 	case table == "":
 		return nil, errors.New("idem: New: empty processed-ids table name")
-	case o.RetentionDays < 1:
-		return nil, fmt.Errorf("idem: New: RetentionDays is %d; it must be a whole number of days, at least 1", o.RetentionDays)
+	case o.RetentionDays < 1 || o.RetentionDays > maxRetentionDays:
+		return nil, fmt.Errorf("idem: New: RetentionDays is %d; it must be a whole number of days from 1 to %d", o.RetentionDays, maxRetentionDays)
 	case o.MaxResponseBytes < 0 || o.MaxAttempts < 0 || o.BackoffBase < 0 || o.BackoffMax < 0:
 		return nil, errors.New("idem: New: MaxResponseBytes, MaxAttempts, BackoffBase and BackoffMax must not be negative")
 	case len(o.SortKeyValue) > maxSortKeyBytes:
@@ -65,9 +70,10 @@ func (s *Store) Table() string { return s.table }
 // A nil error means the delivery is done: Processed, Duplicate (nothing
 // applied; Result.Record.Response is the stored response), or Rejected (the
 // effect's condition failed and Effect.Rejected recorded it). Any error
-// means nothing was committed by this delivery: *InvalidError,
-// *KeyReuseError, *RejectedError, *HandlerError, *PanicError,
-// *RetryableError or *StoreError.
+// means the delivery must be retried or dead-lettered: *InvalidError,
+// *KeyReuseError, *RejectedError, *HandlerError, *PanicError or
+// *StoreError (nothing committed), or *RetryableError (perhaps committed
+// with its answer lost; the retry is then a Duplicate).
 func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, error) {
 	key := s.claimKey(msg)
 	res, err := s.process(ctx, msg, key, h)
@@ -172,10 +178,12 @@ func (s *Store) commit(ctx context.Context, rec Record, writes []types.TransactW
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, s.claim(rec, now))
 	items = append(items, writes...)
-	// ClientRequestToken stays nil: the SDK fills it and reuses it across
-	// its own retries, which makes an ambiguous commit safe to resend.
-	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	for attempt := 1; ; attempt++ {
+		// A new input each attempt, its ClientRequestToken nil: the SDK
+		// fills the token in and reuses it across its own retries, which
+		// makes an ambiguous commit safe to resend; our retries after a
+		// cancellation are new transactions and need a new token.
+		in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 		_, err := s.client.TransactWriteItems(ctx, in)
 		if err == nil {
 			return Result{Outcome: Processed, Record: rec}, nil
@@ -235,8 +243,8 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 }
 
 // isTransient: errors the SDK gave up retrying, server faults, network
-// errors and the deadline. Nothing committed, or the SDK's retry with the
-// same ClientRequestToken would have said so; the delivery can be retried.
+// errors and the deadline. The transaction may have committed (its answer
+// lost); retrying the delivery is safe, as a committed one is a Duplicate.
 func isTransient(err error) bool {
 	var (
 		maxAttempts *retry.MaxAttemptsError
@@ -266,7 +274,10 @@ func writeTable(w types.TransactWriteItem) string {
 // sleep waits a full-jitter backoff, or returns early with the context's
 // error or when the wait would outlast its deadline.
 func (s *Store) sleep(ctx context.Context, attempt int) error {
-	ceiling := min(s.opts.BackoffBase<<min(attempt-1, 30), s.opts.BackoffMax)
+	ceiling := s.opts.BackoffMax
+	if shift := min(attempt-1, 30); s.opts.BackoffBase <= s.opts.BackoffMax>>shift {
+		ceiling = s.opts.BackoffBase << shift // cannot overflow: at most BackoffMax
+	}
 	d := time.Duration(rand.Int64N(int64(ceiling) + 1))
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
 		return context.DeadlineExceeded

@@ -35,7 +35,14 @@ func (s *Store) validateMessage(msg Message, key string) error {
 // validateEffect refuses, before anything is sent, what DynamoDB would
 // refuse: too many actions, a write without a table or with two operations,
 // two writes on one item, a response or a transaction over its limit.
-func (s *Store) validateEffect(key string, eff *Effect) error {
+func (s *Store) validateEffect(key string, eff *Effect) (err error) {
+	// A nil AttributeValue (a typed nil pointer, say) would panic while
+	// the writes are measured; it is the handler's input, so an error.
+	defer func() {
+		if v := recover(); v != nil {
+			err = &InvalidError{Key: key, Reason: fmt.Sprintf("an effect write holds a value DynamoDB cannot take (%v); is an AttributeValue nil?", v)}
+		}
+	}()
 	bad := func(format string, args ...any) error {
 		return &InvalidError{Key: key, Reason: fmt.Sprintf(format, args...)}
 	}

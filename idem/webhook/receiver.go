@@ -38,6 +38,9 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	case o.MaxBodyBytes < 0 || o.RetryAfter < 0:
 		return nil, errors.New("webhook: New: MaxBodyBytes and RetryAfter must not be negative")
 	}
+	if err := checkSecrets(o.Verifier); err != nil {
+		return nil, fmt.Errorf("webhook: New: %w", err)
+	}
 	return &Receiver{store: store, handler: h, opts: o}, nil
 }
 

@@ -73,7 +73,7 @@ func problem(status int, detail string) Response {
 
 // unavailable is the 503 of a transient store failure: the sender retries.
 func unavailable(retryAfter time.Duration) Response {
-	r := problem(http.StatusServiceUnavailable, "the delivery could not be recorded just now; nothing was applied, retry later")
+	r := problem(http.StatusServiceUnavailable, "the delivery could not be confirmed just now; retry later: a retry is applied at most once")
 	r.Headers["Retry-After"] = strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10)
 	return r
 }

@@ -53,8 +53,8 @@ func (v *HMACVerifier) Verify(h Header, body []byte) error {
 	if !ok || err != nil || len(got) != sha256.Size {
 		return unverified("%s is not sha256=<64 hex digits>", name)
 	}
-	if len(v.Secrets) == 0 {
-		return unverified("no secret is configured for %s", name)
+	if usableSecrets(v.Secrets) != nil {
+		return unverified("no usable secret is configured for %s", name)
 	}
 	for _, secret := range v.Secrets {
 		if hmac.Equal(mac(secret, body), got) {
@@ -123,8 +123,8 @@ func (v *StripeVerifier) Verify(h Header, body []byte) error {
 	if len(sigs) == 0 {
 		return unverified("Stripe-Signature has no v1=<64 hex digits>")
 	}
-	if len(v.Secrets) == 0 {
-		return unverified("no Stripe signing secret is configured")
+	if usableSecrets(v.Secrets) != nil {
+		return unverified("no usable Stripe signing secret is configured")
 	}
 	if !v.matches(ts, body, sigs) {
 		return unverified("no v1 in Stripe-Signature matches a configured secret")
@@ -163,4 +163,37 @@ func (v *StripeVerifier) matches(ts string, body []byte, sigs [][]byte) bool {
 func StripeSignature(secret string, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, []byte(ts), []byte("."), body))
+}
+
+// usableSecrets refuses an empty list and an empty secret: an HMAC under an
+// empty key is one anybody can compute.
+func usableSecrets(secrets []string) error {
+	if len(secrets) == 0 {
+		return errors.New("no secret is configured")
+	}
+	for i, s := range secrets {
+		if s == "" {
+			return fmt.Errorf("secret %d of %d is empty", i+1, len(secrets))
+		}
+	}
+	return nil
+}
+
+// checkSecrets fails a Receiver's construction when one of the kit's
+// verifiers has no usable secret, so the mistake stops the function at
+// start-up instead of refusing every delivery.
+func checkSecrets(v Verifier) error {
+	var secrets []string
+	switch v := v.(type) {
+	case *HMACVerifier:
+		secrets = v.Secrets
+	case *StripeVerifier:
+		secrets = v.Secrets
+	default:
+		return nil
+	}
+	if err := usableSecrets(secrets); err != nil {
+		return fmt.Errorf("verifier: %w", err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -153,4 +156,39 @@ func TestGitHubDeliveryKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEmptySecretStopsNew: an HMAC under an empty key is one anybody can
+// compute, so a verifier without a usable secret fails at start-up.
+func TestEmptySecretStopsNew(t *testing.T) {
+	store, err := idem.New(&nopTx{}, "processed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := func(context.Context, webhook.Request) (webhook.Effect, error) { return webhook.Effect{}, nil }
+	for _, tc := range []struct {
+		name string
+		opt  func(*webhook.Options)
+	}{
+		{"stripe, empty secret", webhook.Stripe("")},
+		{"stripe, no secret", webhook.Stripe()},
+		{"github, one of two empty", webhook.GitHub("s3cret", "")},
+		{"hmac, empty secret", func(o *webhook.Options) { o.Verifier = &webhook.HMACVerifier{Secrets: []string{""}} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := webhook.New(store, handler, tc.opt); err == nil || !strings.Contains(err.Error(), "secret") {
+				t.Errorf("expect New to refuse the verifier, got %v", err)
+			}
+		})
+	}
+	if _, err := webhook.New(store, handler, webhook.Stripe("whsec_ok")); err != nil {
+		t.Errorf("a usable secret refused: %v", err)
+	}
+}
+
+// nopTx commits every transaction; New never calls it here.
+type nopTx struct{}
+
+func (nopTx) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return &dynamodb.TransactWriteItemsOutput{}, nil
 }
