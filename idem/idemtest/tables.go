@@ -2,6 +2,7 @@ package idemtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -66,7 +67,10 @@ func MakeTable(ctx context.Context, client *dynamodb.Client, t Table) (string, e
 		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(t.RangeKey), AttributeType: types.ScalarAttributeTypeS})
 		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(t.RangeKey), KeyType: types.KeyTypeRange})
 	}
-	if _, err := client.CreateTable(ctx, in); err != nil {
+	// The name is this call's own, so "already exists" means the SDK
+	// retried a CreateTable whose first answer was lost under load.
+	var inUse *types.ResourceInUseException
+	if _, err := client.CreateTable(ctx, in); err != nil && !errors.As(err, &inUse) {
 		return "", fmt.Errorf("create table %s: %w", name, err)
 	}
 	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
