@@ -30,7 +30,7 @@ type Options struct {
 
 	// RetentionDays is how long a claim is kept, in days. It must exceed the
 	// longest time any sender may redeliver a message (SQS keeps messages up
-	// to 14 days, Stripe retries for 3). Defaults to 30.
+	// to 14 days, Stripe retries for 3). At most 36,500. Defaults to 30.
 	RetentionDays int
 
 	// MaxResponseBytes bounds the response stored with a claim; a larger
