@@ -1,0 +1,222 @@
+package localstack
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// instance is one emulator process: one execution environment.
+type instance struct {
+	fn     string
+	n      int
+	cmd    *exec.Cmd
+	url    string
+	done   chan struct{}
+	broken bool // set by the invoking goroutine only
+	once   sync.Once
+}
+
+func (f *Function) start() (*instance, error) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil, ErrStopped
+	}
+	f.seq++
+	n := f.seq
+	f.mu.Unlock()
+	var lastErr error
+	for range 3 { // a port taken between probing and binding: try others
+		in, err := f.startOnce(n)
+		if err == nil {
+			f.mu.Lock()
+			f.all[in] = true
+			f.mu.Unlock()
+			return in, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+func (f *Function) startOnce(n int) (*instance, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	cmd := exec.Command(f.rie,
+		"--log-level", "warn",
+		"--runtime-interface-emulator-address", addr,
+		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
+		"./"+filepath.Base(f.bootstrap))
+	// The emulator runs the bootstrap from its working directory, as
+	// Lambda runs it from /var/task.
+	cmd.Dir = filepath.Dir(f.bootstrap)
+	cmd.Env = f.env
+	w := newLineWriter(f.out, fmt.Sprintf("%s#%d | ", f.Name, n))
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("localstack: start %s: %w", f.rie, err)
+	}
+	in := &instance{fn: f.Name, n: n, cmd: cmd, url: "http://" + addr + "/2015-03-31/functions/function/invocations", done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		w.Flush()
+		close(in.done)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return in, nil
+		}
+		select {
+		case <-in.done:
+			return nil, fmt.Errorf("localstack: %s: the emulator exited at start (%v)", f.Name, cmd.ProcessState)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			in.stop()
+			return nil, fmt.Errorf("localstack: %s: the emulator did not listen on %s within 10s", f.Name, addr)
+		}
+	}
+}
+
+func (in *instance) alive() bool {
+	select {
+	case <-in.done:
+		return false
+	default:
+		return true
+	}
+}
+
+var invokeClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute}}
+
+func (in *instance) invoke(payload []byte, timeout time.Duration) ([]byte, error) {
+	// The emulator enforces the timeout; this one only guards against an
+	// emulator that hangs.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-Amzn-RequestId", newRequestID())
+	resp, err := invokeClient.Do(req)
+	if err != nil {
+		in.broken = true
+		return nil, fmt.Errorf("localstack: invoke %s#%d: %w", in.fn, in.n, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		in.broken = true
+		return nil, fmt.Errorf("localstack: invoke %s#%d: %w", in.fn, in.n, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK && bytes.HasPrefix(body, []byte("Task timed out")):
+		// Lambda replaces an environment whose invoke timed out.
+		in.broken = true
+		return nil, &FunctionError{Function: in.fn, Type: "Sandbox.Timedout", Message: string(body), Payload: body}
+	case resp.StatusCode == http.StatusOK:
+		if fe := errorDocument(in.fn, body); fe != nil {
+			return nil, fe
+		}
+		return body, nil
+	case resp.StatusCode == http.StatusBadGateway:
+		// The runtime panicked or exited; the emulator starts it again
+		// on the next invoke, as Lambda does.
+		if fe := errorDocument(in.fn, body); fe != nil {
+			return nil, fe
+		}
+		return nil, &FunctionError{Function: in.fn, Type: "Runtime.Unknown", Message: string(body), Payload: body}
+	}
+	in.broken = true
+	return nil, fmt.Errorf("localstack: invoke %s#%d: emulator answered %s: %s", in.fn, in.n, resp.Status, body)
+}
+
+// errorDocument reads the error document a runtime posts for a failed
+// invoke ({"errorMessage": …, "errorType": …}); the emulator returns it as
+// the response, without Lambda's X-Amz-Function-Error header.
+func errorDocument(fn string, body []byte) *FunctionError {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(body, &doc) != nil {
+		return nil
+	}
+	msg, hasMsg := doc["errorMessage"]
+	typ, hasType := doc["errorType"]
+	if !hasMsg || !hasType {
+		return nil
+	}
+	for k := range doc {
+		if k != "errorMessage" && k != "errorType" && k != "stackTrace" && k != "requestId" {
+			return nil
+		}
+	}
+	fe := &FunctionError{Function: fn, Payload: body}
+	_ = json.Unmarshal(msg, &fe.Message)
+	_ = json.Unmarshal(typ, &fe.Type)
+	return fe
+}
+
+// stop stops the emulator by process id: SIGTERM (it kills its runtime and
+// exits), then SIGKILL to its process group, which holds only the emulator
+// and the bootstrap it started.
+func (in *instance) stop() {
+	in.once.Do(func() {
+		_ = in.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-in.done:
+		case <-time.After(3 * time.Second):
+			killGroup(in.cmd.Process.Pid)
+			<-in.done
+		}
+	})
+}
+
+// freePorts finds n free TCP ports on 127.0.0.1.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("localstack: find a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
