@@ -37,7 +37,11 @@ type BatchResult struct {
 // were duplicates, reused keys or rejected effects; those are settled and
 // the rest are sent again, so a batch that holds duplicates costs two.
 // Conflicts and throttling are retried with backoff as in Process, and
-// count against Options.MaxAttempts per message.
+// count against Options.MaxAttempts per message; only the messages a
+// conflict or throttling blamed wait out the backoff. The others of their
+// transaction are sent again at once, and a message whose key an earlier
+// one has just committed is settled without waiting, so a deadline too near
+// for the backoff fails only the blamed messages.
 //
 // Two messages with the same key never share a transaction: the later
 // waits for the earlier and, once the earlier's claim is known, is its
@@ -66,10 +70,29 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes})
 	}
 	b.measure(pending)
-	for len(pending) > 0 {
+	for len(pending) > 0 || len(b.waiting) > 0 {
+		if len(pending) == 0 {
+			// Only conflicted messages are left: back off, then send them.
+			if err := b.s.sleep(ctx, b.backoff); err != nil {
+				for _, e := range b.waiting {
+					if stored, ok := b.known[e.rec.Key]; ok {
+						b.settleAgainst(e, stored)
+						continue
+					}
+					b.done(e, Result{}, &RetryableError{Key: e.rec.Key, Attempts: e.sends, Err: err})
+				}
+				break
+			}
+			pending, b.waiting, b.backoff = b.waiting, nil, 0
+		}
 		pending = b.round(ctx, pending)
 	}
 	for i, msg := range msgs {
+		if r := &b.out[i]; r.Err == nil && r.Result.Outcome == Duplicate {
+			if err := replay(msg, keys[i], r.Result.Record); err != nil {
+				*r = BatchResult{Err: err}
+			}
+		}
 		s.obs.observe(ctx, msg, keys[i], b.out[i].Result, b.out[i].Err)
 	}
 	return b.out
@@ -87,7 +110,7 @@ type entry struct {
 	targets []target                  // the items they touch; key "" is a whole table
 	size    int
 
-	sends     int
+	sends     int  // requests that carried it, the SDK's retries included
 	conflicts int  // sends cancelled by its own conflict or throttling
 	alone     bool // in a transaction of its own, after the server refused a shared one
 }
@@ -99,6 +122,11 @@ type batchRun struct {
 	// known holds the claim records this batch committed or found, by key,
 	// so later messages with the same key settle without a call.
 	known map[string]Record
+	// waiting holds the messages that wait out a backoff after a conflict
+	// or throttling, and later messages with their keys; backoff is the
+	// most conflicts one of them has met.
+	waiting []*entry
+	backoff int
 }
 
 // measure builds each entry's actions and finds the items they touch. A
@@ -159,39 +187,34 @@ func keyOf(item map[string]types.AttributeValue, names []string) map[string]type
 }
 
 // round sends the pending entries in as few transactions as fit and
-// returns those to send again, in batch order.
+// returns those to send again at once; those to send after a backoff go to
+// b.waiting.
 func (b *batchRun) round(ctx context.Context, pending []*entry) []*entry {
+	slices.SortFunc(pending, func(x, y *entry) int { return x.i - y.i })
 	var (
-		txs   []*tx
-		taken = map[string]bool{}
-		next  []*entry
+		txs     []*tx
+		taken   = map[string]bool{}
+		waiting = map[string]bool{}
+		next    []*entry
 	)
+	for _, e := range b.waiting {
+		waiting[e.rec.Key] = true
+	}
 	for _, e := range pending {
-		if stored, ok := b.known[e.rec.Key]; ok {
+		switch stored, ok := b.known[e.rec.Key]; {
+		case ok:
 			b.settleAgainst(e, stored)
-			continue
-		}
-		if taken[e.rec.Key] { // DynamoDB refuses two actions on one claim
+		case waiting[e.rec.Key]: // an earlier message with its key waits: so does it
+			b.waiting = append(b.waiting, e)
+		case taken[e.rec.Key]: // DynamoDB refuses two actions on one claim
 			next = append(next, e)
-			continue
+		default:
+			taken[e.rec.Key] = true
+			place(&txs, e)
 		}
-		taken[e.rec.Key] = true
-		place(&txs, e)
 	}
-	conflicts := 0
 	for _, t := range txs {
-		again, n := b.send(ctx, t.entries)
-		next = append(next, again...)
-		conflicts = max(conflicts, n)
-	}
-	slices.SortFunc(next, func(x, y *entry) int { return x.i - y.i })
-	if conflicts > 0 && len(next) > 0 {
-		if err := b.s.sleep(ctx, conflicts); err != nil {
-			for _, e := range next {
-				b.done(e, Result{}, &RetryableError{Key: e.rec.Key, Attempts: e.sends, Err: err})
-			}
-			return nil
-		}
+		next = append(next, b.send(ctx, t.entries)...)
 	}
 	return next
 }
@@ -247,20 +270,24 @@ func (t *tx) add(e *entry) {
 }
 
 // send commits es in one transaction. It settles the entries whose outcome
-// it learns and returns the others, with the most conflicts one has met.
-func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry, conflicts int) {
+// it learns, puts those blamed for a conflict or throttling in b.waiting,
+// and returns the others, to be sent again at once.
+func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 	var items []types.TransactWriteItem
 	for _, e := range es {
 		items = append(items, e.items...)
-		e.sends++
 	}
 	// ClientRequestToken stays nil, as in commit: the SDK's retries reuse it.
-	_, err := b.s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	sent := sendLog{attempts: 1}
+	_, err := b.s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
+	for _, e := range es {
+		e.sends += sent.count()
+	}
 	if err == nil {
 		for _, e := range es {
 			b.done(e, Result{Outcome: Processed, Record: e.rec}, nil)
 		}
-		return nil, 0
+		return nil
 	}
 	var tce *types.TransactionCanceledException
 	readable := errors.As(err, &tce) && len(tce.CancellationReasons) == len(items)
@@ -270,39 +297,38 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry, confl
 		for _, e := range es {
 			e.alone = true
 		}
-		return es, 0
+		return es
 	}
 	if !readable {
 		for _, e := range es {
-			if b.settle(e, err) {
+			if b.settle(e, err, &sent) {
 				again = append(again, e)
-				conflicts = max(conflicts, e.conflicts)
 			}
 		}
-		return again, conflicts
+		return again
 	}
 	culprits, off := 0, 0
+	var innocents []*entry
 	for _, e := range es {
 		reasons := tce.CancellationReasons[off : off+len(e.items)]
 		off += len(e.items)
 		if innocent(reasons) {
-			again = append(again, e)
+			innocents = append(innocents, e)
 			continue
 		}
 		culprits++
 		own := &types.TransactionCanceledException{Message: tce.Message, CancellationReasons: reasons}
-		if b.settle(e, own) {
+		if b.settle(e, own, &sent) {
 			again = append(again, e)
-			conflicts = max(conflicts, e.conflicts)
 		}
 	}
 	if culprits == 0 { // a cancellation that blames no action: give up, as commit does
-		for _, e := range again {
+		for _, e := range innocents {
 			b.done(e, Result{}, &StoreError{Key: e.rec.Key, Err: err})
 		}
-		return nil, 0
+		return again
 	}
-	return again, conflicts
+	return append(again, innocents...)
 }
 
 func innocent(reasons []types.CancellationReason) bool {
@@ -320,18 +346,24 @@ func isValidationException(err error) bool {
 }
 
 // settle reads err, the cancellation of e's own actions or the call's
-// error, as commit does, and says whether e is to be sent again: after a
-// conflict or throttling within MaxAttempts, or to record its rejection.
-func (b *batchRun) settle(e *entry, err error) bool {
-	res, err, retry := b.s.classify(e.rec, e.writes, err)
+// error, as commit does. It says whether e is to be sent again at once, to
+// record its rejection; after a conflict or throttling within MaxAttempts,
+// e goes to b.waiting instead.
+func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
+	res, err, retry := b.s.classify(e.rec, e.writes, err, sent)
 	var rej *RejectedError
+	var re *RetryableError
 	switch {
 	case retry:
 		e.conflicts++
 		if e.conflicts < b.s.opts.MaxAttempts {
-			return true
+			b.waiting = append(b.waiting, e)
+			b.backoff = max(b.backoff, e.conflicts)
+			return false
 		}
 		err = &RetryableError{Key: e.rec.Key, Attempts: e.sends, Err: err}
+	case errors.As(err, &re):
+		re.Attempts = e.sends // every send of this message, not just this call's
 	case e.rej == nil && e.eff.Rejected != nil && errors.As(err, &rej):
 		rec, rerr := b.s.rejection(e.rec, e.eff, rej)
 		if rerr != nil {
@@ -349,11 +381,11 @@ func (b *batchRun) settle(e *entry, err error) bool {
 // settleAgainst settles e, whose key an earlier message of the batch
 // claimed or found claimed as stored, as the claim's condition would have.
 func (b *batchRun) settleAgainst(e *entry, stored Record) {
-	if stored.Fingerprint != e.rec.Fingerprint {
+	if !sameMessage(stored, e.rec) {
 		b.done(e, Result{}, &KeyReuseError{Key: e.rec.Key, Fingerprint: e.rec.Fingerprint, Stored: stored})
 		return
 	}
-	b.done(e, Result{Outcome: Duplicate, Record: stored}, nil)
+	b.done(e, duplicate(stored, e.rec), nil)
 }
 
 func (b *batchRun) done(e *entry, res Result, err error) {

@@ -3,6 +3,7 @@ package idem
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -69,15 +70,20 @@ func (e *RejectedError) Error() string {
 
 func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
 
-// RetryableError reports a transient failure after Attempts tries.
+// RetryableError reports a transient failure: the transaction may have
+// committed with its answer lost (a timeout, a reset connection, a response
+// cut short or unreadable after the request went out), or was not sent
+// before the deadline. Retrying the delivery is safe either way.
 type RetryableError struct {
-	Key      string
+	Key string
+	// Attempts is how many times the transaction was sent, the SDK's own
+	// retries included.
 	Attempts int
 	Err      error
 }
 
 func (e *RetryableError) Error() string {
-	return fmt.Sprintf("idem: %q: transient failure after %d attempt(s): %v", e.Key, e.Attempts, e.Err)
+	return fmt.Sprintf("idem: %q: transient failure after %d send(s): %v", e.Key, e.Attempts, e.Err)
 }
 
 func (e *RetryableError) Is(target error) bool { return target == ErrRetryable }
@@ -92,21 +98,59 @@ type HandlerError struct {
 func (e *HandlerError) Error() string { return fmt.Sprintf("idem: %q: handler: %v", e.Key, e.Err) }
 func (e *HandlerError) Unwrap() error { return e.Err }
 
-// PanicError reports a Handler that panicked; nothing was committed. The
-// panic is returned rather than re-raised so that one bad message cannot
-// take a whole batch down with it.
+// PanicError reports a callback that panicked: a Handler, Effect.Rejected,
+// Message.Replay, or an adapter's key function or verifier. Nothing was
+// committed. The panic is returned rather than re-raised so that one bad
+// message cannot take a whole batch, or the process, down with it.
 type PanicError struct {
-	Key   string
-	Value any
-	Stack []byte
+	Key string
+	// Callback names what panicked, such as "the handler" or
+	// "Effect.Rejected".
+	Callback string
+	Value    any
+	Stack    []byte
 }
 
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("idem: %q: handler panicked: %v", e.Key, e.Value)
+	cb := e.Callback
+	if cb == "" {
+		cb = "the handler"
+	}
+	if e.Key == "" {
+		return fmt.Sprintf("idem: %s panicked: %v", cb, e.Value)
+	}
+	return fmt.Sprintf("idem: %q: %s panicked: %v", e.Key, cb, e.Value)
 }
 
+// Recover runs fn and turns a panic in it into a *PanicError naming
+// callback, with its stack: for adapters, so that every callback the kit
+// calls fails one delivery, never the process.
+func Recover(key, callback string, fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Key: key, Callback: callback, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
+}
+
+// ReplayError reports a Duplicate whose stored record Message.Replay could
+// not read, such as a response written by another adapter sharing the
+// scope. Nothing was applied; the delivery is counted Failed, once.
+type ReplayError struct {
+	Key string
+	Err error
+}
+
+func (e *ReplayError) Error() string {
+	return fmt.Sprintf("idem: %q: duplicate, but its stored record cannot be replayed: %v", e.Key, e.Err)
+}
+func (e *ReplayError) Unwrap() error { return e.Err }
+
 // StoreError wraps a DynamoDB error that is neither transient nor the
-// message's fault (a missing table, denied access); nothing was committed.
+// message's fault: an answer from DynamoDB that refused the call (a missing
+// table, denied access), or a failure before any request went out (no
+// credentials). Nothing was committed.
 type StoreError struct {
 	Key string
 	Err error

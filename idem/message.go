@@ -17,9 +17,21 @@ type Message struct {
 	// Source names the sender, for per-sender metrics and, by default, the
 	// scope of its ids.
 	Source string
-	// Payload is the raw message. Its SHA-256 fingerprint tells a redelivery
-	// (same payload) from a reuse of the id for another payload.
+	// Payload is the raw message.
 	Payload []byte
+	// Fingerprint identifies the payload: a delivery whose id was claimed
+	// with another fingerprint is a *KeyReuseError. Defaults to
+	// Fingerprint(Payload), the SHA-256 of the bytes, right for ids the
+	// client chose (an Idempotency-Key). For ids a provider assigns to an
+	// event it may render afresh on each attempt (Stripe's evt_…), set the
+	// event's stable identity: a redelivery whose bytes changed is then
+	// still a Duplicate, logged with both payload digests.
+	Fingerprint string
+	// Replay, when set, reads the stored record of a Duplicate before its
+	// outcome is logged and counted, such as an adapter decoding the
+	// response it replays. An error (or a panic) makes the delivery a
+	// *ReplayError, counted once, as Failed.
+	Replay func(stored Record) error
 	// LogAttrs are added to the message's log record, such as the SQS
 	// messageId that a batch response names.
 	LogAttrs []slog.Attr
@@ -79,6 +91,10 @@ type Result struct {
 	Record Record
 	// Rejection is the failed condition, when Outcome is Rejected.
 	Rejection *RejectedError
+	// PayloadChanged reports a Duplicate whose payload's bytes differ from
+	// the first delivery's, as they may only when Message.Fingerprint is
+	// set.
+	PayloadChanged bool
 }
 
 // Record is a claim record as stored in the processed-ids table.
@@ -86,8 +102,12 @@ type Record struct {
 	Key         string
 	Source      string
 	Fingerprint string
-	ClaimedAt   time.Time
-	ExpiresAt   time.Time
+	// PayloadDigest is the SHA-256 of the payload, in hex. It is stored
+	// only when it differs from Fingerprint; a stored record without it
+	// reads as Fingerprint.
+	PayloadDigest string
+	ClaimedAt     time.Time
+	ExpiresAt     time.Time
 	// Outcome is Processed or Rejected.
 	Outcome  Outcome
 	Response []byte

@@ -25,6 +25,9 @@ type Options struct {
 
 	// Scope is the namespace of message ids: the claim key is
 	// KeyPrefix + scope + "#" + id, so two senders may use the same ids.
+	// A scope holds no "#", so that the first "#" after KeyPrefix ends it
+	// and no two (scope, id) pairs share a key; New refuses a Scope with
+	// one, and Process a message whose Source, used as the scope, has one.
 	// Defaults to the message's Source, or "default" when that is empty.
 	Scope string
 
@@ -60,11 +63,16 @@ type Options struct {
 
 	// Metrics receives one CloudWatch Embedded Metric Format line per outcome,
 	// with the message's Source as the dimension. Lambda sends stdout to
-	// CloudWatch Logs, which extracts the metrics. Defaults to os.Stdout; use
+	// CloudWatch Logs, which extracts the metrics. The lines carry no
+	// "level", which Lambda's JSON log format reads as INFO: an
+	// ApplicationLogLevel of WARN or above drops them (and the alarms on
+	// them), so keep it at INFO or below. Defaults to os.Stdout; use
 	// io.Discard to turn metrics off.
 	Metrics io.Writer
 
-	// MetricsNamespace is the CloudWatch namespace of the metrics.
+	// MetricsNamespace is the CloudWatch namespace of the metrics: 1 to 255
+	// printable ASCII characters, not all spaces, not starting with ":" or
+	// "AWS/" (CloudWatch refuses such a namespace, and with it the metric).
 	// Defaults to "Idem".
 	MetricsNamespace string
 }
@@ -76,21 +84,25 @@ type AttributeNames struct {
 	ExpiresAt   string // expiry in epoch seconds (N), the table's TTL attribute; defaults to "expiresAt"
 	ClaimedAt   string // claim time, RFC 3339 (S); defaults to "claimedAt"
 	Source      string // sender (S); defaults to "source"
-	Fingerprint string // SHA-256 of the payload, hex (S); defaults to "fingerprint"
-	Outcome     string // "Processed" or "Rejected" (S); defaults to "outcome"
-	Response    string // stored response (B), absent when empty; defaults to "response"
+	Fingerprint string // the payload's fingerprint (S); defaults to "fingerprint"
+	// PayloadDigest is the payload's SHA-256, hex (S), stored only when the
+	// fingerprint is another (Message.Fingerprint); defaults to "payloadDigest"
+	PayloadDigest string
+	Outcome       string // "Processed" or "Rejected" (S); defaults to "outcome"
+	Response      string // stored response (B), absent when empty; defaults to "response"
 }
 
 // DefaultAttributes are the attribute names used where Options leave one
 // empty.
 var DefaultAttributes = AttributeNames{
-	Key:         "pk",
-	ExpiresAt:   "expiresAt",
-	ClaimedAt:   "claimedAt",
-	Source:      "source",
-	Fingerprint: "fingerprint",
-	Outcome:     "outcome",
-	Response:    "response",
+	Key:           "pk",
+	ExpiresAt:     "expiresAt",
+	ClaimedAt:     "claimedAt",
+	Source:        "source",
+	Fingerprint:   "fingerprint",
+	PayloadDigest: "payloadDigest",
+	Outcome:       "outcome",
+	Response:      "response",
 }
 
 func (o *Options) setDefaults() {
@@ -104,6 +116,7 @@ func (o *Options) setDefaults() {
 		{&a.ClaimedAt, DefaultAttributes.ClaimedAt},
 		{&a.Source, DefaultAttributes.Source},
 		{&a.Fingerprint, DefaultAttributes.Fingerprint},
+		{&a.PayloadDigest, DefaultAttributes.PayloadDigest},
 		{&a.Outcome, DefaultAttributes.Outcome},
 		{&a.Response, DefaultAttributes.Response},
 	} {

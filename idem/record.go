@@ -49,6 +49,9 @@ func (s *Store) claim(rec Record, now time.Time) types.TransactWriteItem {
 	item[a.ClaimedAt] = &types.AttributeValueMemberS{Value: rec.ClaimedAt.UTC().Format(time.RFC3339Nano)}
 	item[a.Source] = &types.AttributeValueMemberS{Value: rec.Source}
 	item[a.Fingerprint] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
+	if rec.PayloadDigest != rec.Fingerprint {
+		item[a.PayloadDigest] = &types.AttributeValueMemberS{Value: rec.PayloadDigest}
+	}
 	item[a.Outcome] = &types.AttributeValueMemberS{Value: string(rec.Outcome)}
 	if len(rec.Response) > 0 {
 		item[a.Response] = &types.AttributeValueMemberB{Value: rec.Response}
@@ -83,6 +86,9 @@ func (s *Store) decodeRecord(item map[string]types.AttributeValue) Record {
 		Fingerprint: str(a.Fingerprint),
 		Outcome:     Outcome(str(a.Outcome)),
 	}
+	if rec.PayloadDigest = str(a.PayloadDigest); rec.PayloadDigest == "" {
+		rec.PayloadDigest = rec.Fingerprint
+	}
 	if t, err := time.Parse(time.RFC3339Nano, str(a.ClaimedAt)); err == nil {
 		rec.ClaimedAt = t
 	}
@@ -95,4 +101,18 @@ func (s *Store) decodeRecord(item map[string]types.AttributeValue) Record {
 		rec.Response = v.Value
 	}
 	return rec
+}
+
+// sameMessage says whether a delivery whose record is rec is a redelivery
+// of the message stored holds, rather than a reuse of its key: the same
+// fingerprint, or the same bytes (as when a sender's fingerprint changed
+// from the payload's digest to a provider's identity, with claims of the
+// old kind still stored).
+func sameMessage(stored, rec Record) bool {
+	return stored.Fingerprint == rec.Fingerprint || stored.PayloadDigest == rec.PayloadDigest
+}
+
+// duplicate is the Result of a delivery found to be a redelivery of stored.
+func duplicate(stored, rec Record) Result {
+	return Result{Outcome: Duplicate, Record: stored, PayloadChanged: stored.PayloadDigest != rec.PayloadDigest}
 }

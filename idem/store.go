@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"runtime/debug"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,6 +53,9 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 		return nil, errors.New("idem: New: MaxResponseBytes, MaxAttempts, BackoffBase and BackoffMax must not be negative")
 	case len(o.SortKeyValue) > maxSortKeyBytes:
 		return nil, fmt.Errorf("idem: New: SortKeyValue is %d bytes; DynamoDB allows %d", len(o.SortKeyValue), maxSortKeyBytes)
+	}
+	if err := checkOptions(&o); err != nil {
+		return nil, fmt.Errorf("idem: New: %w", err)
 	}
 	return &Store{client: client, table: table, opts: o, obs: newObserver(&o)}, nil
 }
@@ -108,17 +110,35 @@ func (s *Store) process(ctx context.Context, msg Message, key string, h Handler)
 	}
 	res, err := s.commit(ctx, rec, eff.Writes, rec.ClaimedAt)
 	var rej *RejectedError
-	if eff.Rejected == nil || !errors.As(err, &rej) {
-		return res, err
+	if eff.Rejected != nil && errors.As(err, &rej) {
+		if rec, err = s.rejection(rec, eff, rej); err != nil {
+			return Result{}, err
+		}
+		res, err = s.commit(ctx, rec, nil, rec.ClaimedAt)
+		if err == nil && res.Outcome == Processed {
+			res.Outcome, res.Rejection = Rejected, rej
+		}
 	}
-	if rec, err = s.rejection(rec, eff, rej); err != nil {
+	if err == nil && res.Outcome == Duplicate {
+		err = replay(msg, key, res.Record)
+	}
+	if err != nil {
 		return Result{}, err
 	}
-	res, err = s.commit(ctx, rec, nil, rec.ClaimedAt)
-	if err == nil && res.Outcome == Processed {
-		res.Outcome, res.Rejection = Rejected, rej
+	return res, nil
+}
+
+// replay runs msg.Replay on a Duplicate's stored record.
+func replay(msg Message, key string, stored Record) error {
+	if msg.Replay == nil {
+		return nil
 	}
-	return res, err
+	err := Recover(key, "Message.Replay", func() error { return msg.Replay(stored) })
+	var pe *PanicError
+	if err != nil && !errors.As(err, &pe) {
+		err = &ReplayError{Key: key, Err: err}
+	}
+	return err
 }
 
 // prepare validates msg, runs h, validates the effect it describes and
@@ -135,21 +155,31 @@ func (s *Store) prepare(ctx context.Context, msg Message, key string, h Handler)
 		return Record{}, Effect{}, err
 	}
 	now := s.opts.Now()
+	digest := Fingerprint(msg.Payload)
+	fp := msg.Fingerprint
+	if fp == "" {
+		fp = digest
+	}
 	return Record{
-		Key:         key,
-		Source:      msg.Source,
-		Fingerprint: Fingerprint(msg.Payload),
-		ClaimedAt:   now,
-		ExpiresAt:   now.Add(s.opts.Retention()),
-		Outcome:     Processed,
-		Response:    eff.Response,
+		Key:           key,
+		Source:        msg.Source,
+		Fingerprint:   fp,
+		PayloadDigest: digest,
+		ClaimedAt:     now,
+		ExpiresAt:     now.Add(s.opts.Retention()),
+		Outcome:       Processed,
+		Response:      eff.Response,
 	}, eff, nil
 }
 
 // rejection is rec recording rej as the message's outcome: a claim without
 // the effect, whose response eff.Rejected gives.
 func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, error) {
-	rec.Outcome, rec.Response = Rejected, eff.Rejected(rej)
+	var resp []byte
+	if err := Recover(rec.Key, "Effect.Rejected", func() error { resp = eff.Rejected(rej); return nil }); err != nil {
+		return Record{}, err
+	}
+	rec.Outcome, rec.Response = Rejected, resp
 	if len(rec.Response) > s.opts.MaxResponseBytes {
 		return Record{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("rejection response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(rec.Response), s.opts.MaxResponseBytes)}
 	}
@@ -157,17 +187,18 @@ func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, e
 }
 
 func runHandler(ctx context.Context, msg Message, key string, h Handler) (eff Effect, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			eff, err = Effect{}, &PanicError{Key: key, Value: v, Stack: debug.Stack()}
-		}
-	}()
 	if h == nil {
 		return Effect{}, &InvalidError{Key: key, Reason: "nil handler"}
 	}
-	eff, err = h(ctx, msg)
+	err = Recover(key, "the handler", func() error {
+		var herr error
+		if eff, herr = h(ctx, msg); herr != nil {
+			return &HandlerError{Key: key, Err: herr}
+		}
+		return nil
+	})
 	if err != nil {
-		return Effect{}, &HandlerError{Key: key, Err: err}
+		return Effect{}, err
 	}
 	return eff, nil
 }
@@ -178,39 +209,42 @@ func (s *Store) commit(ctx context.Context, rec Record, writes []types.TransactW
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, s.claim(rec, now))
 	items = append(items, writes...)
+	var sent sendLog
 	for attempt := 1; ; attempt++ {
 		// A new input each attempt, its ClientRequestToken nil: the SDK
 		// fills the token in and reuses it across its own retries, which
 		// makes an ambiguous commit safe to resend; our retries after a
 		// cancellation are new transactions and need a new token.
 		in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
-		_, err := s.client.TransactWriteItems(ctx, in)
+		_, err := s.client.TransactWriteItems(ctx, in, sent.option)
+		sent.attempts++
 		if err == nil {
 			return Result{Outcome: Processed, Record: rec}, nil
 		}
-		res, err, retry := s.classify(rec, writes, err)
+		res, err, retry := s.classify(rec, writes, err, &sent)
 		if !retry {
 			return res, err
 		}
 		if attempt >= s.opts.MaxAttempts {
-			return Result{}, &RetryableError{Key: rec.Key, Attempts: attempt, Err: err}
+			return Result{}, &RetryableError{Key: rec.Key, Attempts: sent.count(), Err: err}
 		}
 		if err := s.sleep(ctx, attempt); err != nil {
-			return Result{}, &RetryableError{Key: rec.Key, Attempts: attempt, Err: err}
+			return Result{}, &RetryableError{Key: rec.Key, Attempts: sent.count(), Err: err}
 		}
 	}
 }
 
 // classify turns a failed TransactWriteItems into the delivery's outcome,
-// or says it is worth another attempt.
-func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error) (Result, error, bool) {
+// or says it is worth another attempt. sent tells whether a request went
+// out: an error that is not DynamoDB's answer may follow a commit.
+func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error, sent *sendLog) (Result, error, bool) {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
-		if isTransient(err) {
-			return Result{}, &RetryableError{Key: rec.Key, Attempts: 1, Err: err}, false
-		}
 		var ae smithy.APIError
-		if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" {
+		switch {
+		case isTransient(err) || !errors.As(err, &ae) && sent.mayHaveSent():
+			return Result{}, &RetryableError{Key: rec.Key, Attempts: sent.count(), Err: err}, false
+		case ae != nil && ae.ErrorCode() == "ValidationException":
 			return Result{}, &InvalidError{Key: rec.Key, Reason: ae.ErrorMessage(), Server: true}, false
 		}
 		return Result{}, &StoreError{Key: rec.Key, Err: err}, false
@@ -218,10 +252,10 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 	reasons := tce.CancellationReasons
 	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
 		stored := s.decodeRecord(reasons[0].Item)
-		if stored.Fingerprint != rec.Fingerprint {
+		if !sameMessage(stored, rec) {
 			return Result{}, &KeyReuseError{Key: rec.Key, Fingerprint: rec.Fingerprint, Stored: stored}, false
 		}
-		return Result{Outcome: Duplicate, Record: stored}, nil, false
+		return duplicate(stored, rec), nil, false
 	}
 	retry := false
 	for i, r := range reasons {
@@ -233,7 +267,11 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
 			retry = true
 		case "ValidationError":
-			return Result{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("write %d: %s", i-1, aws.ToString(r.Message)), Server: true}, false
+			what := fmt.Sprintf("effect write %d", i-1)
+			if i == 0 {
+				what = "the claim"
+			}
+			return Result{}, &InvalidError{Key: rec.Key, Reason: what + ": " + aws.ToString(r.Message), Server: true}, false
 		}
 	}
 	if retry {

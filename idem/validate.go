@@ -21,6 +21,11 @@ const (
 )
 
 func (s *Store) validateMessage(msg Message, key string) error {
+	if msg.Source != "" {
+		if err := s.CheckSource(msg.Source); err != nil {
+			return &InvalidError{Key: key, Reason: err.Error()}
+		}
+	}
 	switch {
 	case msg.ID == "":
 		return &InvalidError{Reason: "empty message id"}
@@ -257,4 +262,60 @@ func valueSize(v types.AttributeValue) int {
 	default: // BOOL, NULL
 		return 1
 	}
+}
+
+// CloudWatch's limits on what the metrics carry (API reference, "Dimension"
+// and "Metric").
+const (
+	maxDimensionValueBytes = 1024
+	maxNamespaceBytes      = 255
+)
+
+// CheckSource says why source cannot be a message's Source for this Store:
+// it is the metrics' dimension value, which CloudWatch takes as 1 to 1,024
+// printable ASCII characters, not all spaces (it drops a metric with any
+// other); and, when the Store has no Options.Scope, it is the scope of the
+// message's key, which holds no "#". Adapters check their Source with it at
+// construction; Process refuses a message whose Source fails it.
+func (s *Store) CheckSource(source string) error {
+	if err := checkMetricName("Source", source, maxDimensionValueBytes); err != nil {
+		return err
+	}
+	if s.opts.Scope == "" && strings.Contains(source, "#") {
+		return fmt.Errorf("Source %q holds a \"#\", which would make claim keys ambiguous as their scope; set idem.Options.Scope, or choose a Source without one", source)
+	}
+	return nil
+}
+
+// checkMetricName accepts 1 to max printable ASCII characters, not all
+// spaces.
+func checkMetricName(what, v string, max int) error {
+	switch {
+	case v == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(v) > max:
+		return fmt.Errorf("%s is %d bytes; CloudWatch allows %d", what, len(v), max)
+	case strings.TrimSpace(v) == "":
+		return fmt.Errorf("%s is all spaces; CloudWatch needs a character that is not", what)
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' || c > '~' {
+			return fmt.Errorf("%s %q has a control or non-ASCII character at byte %d; CloudWatch takes printable ASCII only", what, v, i)
+		}
+	}
+	return nil
+}
+
+// checkOptions refuses, at New, options the metrics or the keys cannot take.
+func checkOptions(o *Options) error {
+	if err := checkMetricName("MetricsNamespace", o.MetricsNamespace, maxNamespaceBytes); err != nil {
+		return err
+	}
+	if o.MetricsNamespace[0] == ':' || strings.HasPrefix(o.MetricsNamespace, "AWS/") {
+		return fmt.Errorf("MetricsNamespace %q starts with \":\" or \"AWS/\", which CloudWatch refuses", o.MetricsNamespace)
+	}
+	if strings.Contains(o.Scope, "#") {
+		return fmt.Errorf("Scope %q holds a \"#\": the first \"#\" of a claim key ends its scope", o.Scope)
+	}
+	return nil
 }
