@@ -324,7 +324,8 @@ func TestProcessBatchConcurrentRedelivery(t *testing.T) {
 func TestProcessBatchUnderFaults(t *testing.T) {
 	const messages = 100
 	faults := &idemtest.Faults{Seed: 11, Rates: map[idemtest.FaultKind]float64{
-		idemtest.FaultThrottle: 0.08, idemtest.FaultServerError: 0.08, idemtest.FaultReset: 0.08, idemtest.FaultLostResponse: 0.08,
+		idemtest.FaultThrottle: 0.07, idemtest.FaultServerError: 0.07, idemtest.FaultReset: 0.07, idemtest.FaultLostResponse: 0.07,
+		idemtest.FaultTruncatedResponse: 0.07,
 	}}
 	e := newEnv(t)
 	store, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) { o.Metrics = io.Discard })

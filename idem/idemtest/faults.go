@@ -28,10 +28,14 @@ const (
 	// FaultLostResponse sends the request, lets the server commit it, and
 	// fails with a connection reset instead of its answer.
 	FaultLostResponse FaultKind = "lost-response"
+	// FaultTruncatedResponse sends the request, lets the server commit it,
+	// and cuts its answer short: status 200, half the body, then an
+	// unexpected EOF, as a connection that drops mid-body does.
+	FaultTruncatedResponse FaultKind = "truncated-response"
 )
 
 // FaultKinds lists every kind, in a stable order.
-var FaultKinds = []FaultKind{FaultThrottle, FaultServerError, FaultReset, FaultLostResponse}
+var FaultKinds = []FaultKind{FaultThrottle, FaultServerError, FaultReset, FaultLostResponse, FaultTruncatedResponse}
 
 // Faults is an http.RoundTripper that injects failures into a DynamoDB
 // client's requests, beneath the SDK's own retries and without any change
@@ -131,9 +135,22 @@ func (f *Faults) RoundTrip(req *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 		return nil, reset
+	case FaultTruncatedResponse:
+		resp, err := f.Next.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:len(body)/2]), errReader{io.ErrUnexpectedEOF}))
+		return resp, nil
 	}
 	return f.Next.RoundTrip(req)
 }
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func closeBody(req *http.Request) {
 	if req.Body != nil {

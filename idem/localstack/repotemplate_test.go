@@ -54,8 +54,15 @@ func TestRepositoryTemplate(t *testing.T) {
 		if !target.Match(makefile) {
 			t.Errorf("%s: the Makefile has no build-%s target writing $(ARTIFACTS_DIR)/bootstrap", id, id)
 		}
-		if lf := mapOf(p["LoggingConfig"]); lf["LogFormat"] != "JSON" {
+		lf := mapOf(p["LoggingConfig"])
+		if lf["LogFormat"] != "JSON" {
 			t.Errorf("%s: want LoggingConfig LogFormat JSON", id)
+		}
+		// The kit's EMF lines carry no "level", which Lambda's JSON log
+		// format reads as INFO: a filter above INFO drops them, and the
+		// alarms built on them go quiet.
+		if lvl, ok := lf["ApplicationLogLevel"].(string); !ok || !slices.Contains([]string{"TRACE", "DEBUG", "INFO"}, lvl) {
+			t.Errorf("%s: want LoggingConfig ApplicationLogLevel TRACE, DEBUG or INFO (a literal), got %v: the EMF metrics are INFO lines", id, lf["ApplicationLogLevel"])
 		}
 		timeout, _ := number(p["Timeout"])
 		for name, e := range mapOf(p["Events"]) {

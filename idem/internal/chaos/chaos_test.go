@@ -22,7 +22,7 @@ var (
 )
 
 const (
-	faultRate  = 0.04 // per kind, per DynamoDB request: 16% in all
+	faultRate  = 0.04 // per kind, per DynamoDB request: 20% in all
 	accounts   = 8    // credited by both adapters
 	sqsWorkers = 4    // concurrent invokes of up to 10 records, half with BatchTransactions
 	webWorkers = 16   // concurrent webhook senders
@@ -39,6 +39,7 @@ func TestChaosReplay(t *testing.T) {
 	faults := &idemtest.Faults{Seed: *seed, Rates: map[idemtest.FaultKind]float64{
 		idemtest.FaultThrottle: faultRate, idemtest.FaultServerError: faultRate,
 		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
+		idemtest.FaultTruncatedResponse: faultRate,
 	}}
 	var counts outcomes
 	store, err := idem.New(idemtest.Client(t, faults.Option, quickRetries), tb.processed, func(o *idem.Options) {
@@ -166,11 +167,11 @@ func TestChaosReplay(t *testing.T) {
 	}
 	duplicates := counts.get("chaos-credits", idem.Duplicate) + counts.get("chaos-webhook", idem.Duplicate)
 	t.Logf("chaos (seed %d): %d messages (%d SQS, %d webhook), %d deliveries (%d planned + %d after a failure), "+
-		"%d DynamoDB requests, %d faulted (%.1f%%: throttle %d, 5xx %d, reset %d, lost-response %d), "+
+		"%d DynamoDB requests, %d faulted (%.1f%%: throttle %d, 5xx %d, reset %d, lost-response %d, truncated-response %d), "+
 		"%d duplicates (%d webhook replays), %d double effects, %d lost messages, %s",
 		*seed, len(msgs), len(sqsMsgs), len(webMsgs), deliveries, planned, redelivered,
 		requests, faulted, 100*float64(faulted)/float64(requests),
-		fc[idemtest.FaultThrottle], fc[idemtest.FaultServerError], fc[idemtest.FaultReset], fc[idemtest.FaultLostResponse],
+		fc[idemtest.FaultThrottle], fc[idemtest.FaultServerError], fc[idemtest.FaultReset], fc[idemtest.FaultLostResponse], fc[idemtest.FaultTruncatedResponse],
 		duplicates, web.replayed.Load(), double, lost, elapsed.Round(100*time.Millisecond))
 	if n := sqs.gaveUp.Load() + web.gaveUp.Load(); n > 0 {
 		t.Errorf("%d deliveries were given up after %d failures each", n, giveUp)
