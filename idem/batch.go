@@ -58,11 +58,20 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	var pending []*entry
 	for i, msg := range msgs {
 		keys[i] = s.claimKey(msg)
+		if err := s.validateMessage(msg, keys[i]); err != nil {
+			b.out[i].Err = err
+			continue
+		}
+		id := s.identify(msg, keys[i])
+		if res, err, ok := s.cached(id); ok {
+			b.out[i] = BatchResult{Result: res, Err: err}
+			continue
+		}
 		var hi Handler
 		if h != nil {
 			hi = func(ctx context.Context, m Message) (Effect, error) { return h(ctx, i, m) }
 		}
-		rec, eff, err := s.prepare(ctx, msg, keys[i], hi)
+		rec, eff, err := s.prepare(ctx, msg, id, hi)
 		if err != nil {
 			b.out[i].Err = err
 			continue
@@ -393,6 +402,7 @@ func (b *batchRun) done(e *entry, res Result, err error) {
 		res.Outcome, res.Rejection = Rejected, e.rej
 	}
 	b.out[e.i] = BatchResult{Result: res, Err: err}
+	b.s.remember(res, err)
 	var kr *KeyReuseError
 	switch {
 	case err == nil:

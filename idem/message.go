@@ -95,6 +95,9 @@ type Result struct {
 	// the first delivery's, as they may only when Message.Fingerprint is
 	// set.
 	PayloadChanged bool
+	// Cached reports a Duplicate answered from the Store's cache
+	// (Options.CacheSize), without a call.
+	Cached bool
 }
 
 // Record is a claim record as stored in the processed-ids table.

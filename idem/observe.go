@@ -64,6 +64,9 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key
 		}
 		if outcome == Duplicate {
 			attrs = append(attrs, slog.Time("claimedAt", res.Record.ClaimedAt))
+			if res.Cached {
+				attrs = append(attrs, slog.Bool("cached", true))
+			}
 			if res.PayloadChanged { // a provider's event rendered afresh: still the same event
 				attrs = append(attrs, slog.Bool("payloadChanged", true),
 					slog.String("payloadDigest", Fingerprint(msg.Payload)), slog.String("storedPayloadDigest", res.Record.PayloadDigest))

@@ -53,6 +53,17 @@ type Options struct {
 	// BackoffMax caps a retry's delay. Defaults to 1 second.
 	BackoffMax time.Duration
 
+	// CacheSize bounds an in-memory cache of the claims this Store has seen
+	// committed (its own, and those a cancelled claim returned): a
+	// duplicate whose claim is cached is answered without a call, key reuse
+	// still detected, and a cached claim is used only until it expires.
+	// Each entry keeps its stored response, so the cache holds at most
+	// CacheSize × (the largest response + about 300 bytes). A claim record
+	// deleted by hand to have its message processed again is still
+	// answered from the cache of a warm environment until it expires. Zero
+	// or negative: no cache. Defaults to 0.
+	CacheSize int
+
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 

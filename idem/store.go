@@ -28,6 +28,7 @@ type Store struct {
 	table  string
 	opts   Options
 	obs    observer
+	cache  *cache // nil without Options.CacheSize
 }
 
 // maxRetentionDays keeps Retention far from time.Duration's limit (about
@@ -57,7 +58,7 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 	if err := checkOptions(&o); err != nil {
 		return nil, fmt.Errorf("idem: New: %w", err)
 	}
-	return &Store{client: client, table: table, opts: o, obs: newObserver(&o)}, nil
+	return &Store{client: client, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize)}, nil
 }
 
 // Options returns the Store's options, defaults applied.
@@ -104,17 +105,32 @@ func (s *Store) reportKey(msg Message) string {
 }
 
 func (s *Store) process(ctx context.Context, msg Message, key string, h Handler) (Result, error) {
-	rec, eff, err := s.prepare(ctx, msg, key, h)
+	if err := s.validateMessage(msg, key); err != nil {
+		return Result{}, err
+	}
+	id := s.identify(msg, key)
+	if res, err, ok := s.cached(id); ok {
+		if err == nil {
+			err = replay(msg, key, res.Record)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return res, nil
+	}
+	rec, eff, err := s.prepare(ctx, msg, id, h)
 	if err != nil {
 		return Result{}, err
 	}
 	res, err := s.commit(ctx, rec, eff.Writes, rec.ClaimedAt)
+	s.remember(res, err)
 	var rej *RejectedError
 	if eff.Rejected != nil && errors.As(err, &rej) {
 		if rec, err = s.rejection(rec, eff, rej); err != nil {
 			return Result{}, err
 		}
 		res, err = s.commit(ctx, rec, nil, rec.ClaimedAt)
+		s.remember(res, err)
 		if err == nil && res.Outcome == Processed {
 			res.Outcome, res.Rejection = Rejected, rej
 		}
@@ -141,35 +157,62 @@ func replay(msg Message, key string, stored Record) error {
 	return err
 }
 
-// prepare validates msg, runs h, validates the effect it describes and
-// builds the claim record to commit with it; ClaimedAt is the claim's now.
-func (s *Store) prepare(ctx context.Context, msg Message, key string, h Handler) (Record, Effect, error) {
-	if err := s.validateMessage(msg, key); err != nil {
-		return Record{}, Effect{}, err
-	}
-	eff, err := runHandler(withDelivery(ctx, msg, key), msg, key, h)
-	if err != nil {
-		return Record{}, Effect{}, err
-	}
-	if err := s.validateEffect(key, &eff); err != nil {
-		return Record{}, Effect{}, err
-	}
-	now := s.opts.Now()
+// identify is what tells msg apart from other payloads under its key: its
+// fingerprint and its payload's digest.
+func (s *Store) identify(msg Message, key string) Record {
 	digest := Fingerprint(msg.Payload)
 	fp := msg.Fingerprint
 	if fp == "" {
 		fp = digest
 	}
-	return Record{
-		Key:           key,
-		Source:        msg.Source,
-		Fingerprint:   fp,
-		PayloadDigest: digest,
-		ClaimedAt:     now,
-		ExpiresAt:     now.Add(s.opts.Retention()),
-		Outcome:       Processed,
-		Response:      eff.Response,
-	}, eff, nil
+	return Record{Key: key, Source: msg.Source, Fingerprint: fp, PayloadDigest: digest}
+}
+
+// cached answers a delivery whose key the cache holds, as the claim's
+// condition would.
+func (s *Store) cached(id Record) (Result, error, bool) {
+	stored, ok := s.cache.get(id.Key, s.opts.Now())
+	if !ok {
+		return Result{}, nil, false
+	}
+	if !sameMessage(stored, id) {
+		return Result{}, &KeyReuseError{Key: id.Key, Fingerprint: id.Fingerprint, Stored: stored}, true
+	}
+	res := duplicate(stored, id)
+	res.Cached = true
+	return res, nil, true
+}
+
+// remember caches the record a commit left in DynamoDB, or found there.
+func (s *Store) remember(res Result, err error) {
+	if s.cache == nil {
+		return
+	}
+	var kr *KeyReuseError
+	switch {
+	case err == nil:
+		s.cache.put(res.Record)
+	case errors.As(err, &kr):
+		s.cache.put(kr.Stored)
+	}
+}
+
+// prepare runs h for a validated msg identified as id, validates the
+// effect it describes and builds the claim record to commit with it;
+// ClaimedAt is the claim's now.
+func (s *Store) prepare(ctx context.Context, msg Message, id Record, h Handler) (Record, Effect, error) {
+	eff, err := runHandler(withDelivery(ctx, msg, id.Key), msg, id.Key, h)
+	if err != nil {
+		return Record{}, Effect{}, err
+	}
+	if err := s.validateEffect(id.Key, &eff); err != nil {
+		return Record{}, Effect{}, err
+	}
+	now := s.opts.Now()
+	rec := id
+	rec.ClaimedAt, rec.ExpiresAt = now, now.Add(s.opts.Retention())
+	rec.Outcome, rec.Response = Processed, eff.Response
+	return rec, eff, nil
 }
 
 // rejection is rec recording rej as the message's outcome: a claim without
