@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -498,7 +499,10 @@ func TestProcessBatchRetries(t *testing.T) {
 // transaction: the copy is the first's Duplicate without a call.
 func ExampleStore_ProcessBatch() {
 	ctx := context.Background()
-	client, processed, accounts := exampleTables(ctx) // a local DynamoDB, as in tests
+	client, processed, accounts, ok := exampleTables(ctx) // a local DynamoDB, as in tests
+	if !ok {
+		return
+	}
 	store, err := idem.New(client, processed, func(o *idem.Options) { o.Metrics = io.Discard })
 	if err != nil {
 		panic(err)
@@ -516,12 +520,8 @@ func ExampleStore_ProcessBatch() {
 		if err := json.Unmarshal(m.Payload, &c); err != nil {
 			return idem.Effect{}, err
 		}
-		return idem.Effect{Writes: []types.TransactWriteItem{{Update: &types.Update{
-			TableName:                 aws.String(accounts),
-			Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: c.Account}},
-			UpdateExpression:          aws.String("ADD balance :cents"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":cents": &types.AttributeValueMemberN{Value: fmt.Sprint(c.Cents)}},
-		}}}, Response: []byte("credited " + c.Account)}, nil
+		w, err := idem.Update(accounts, map[string]string{"account": c.Account}, expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
+		return idem.Effect{Writes: []types.TransactWriteItem{w}, Response: []byte("credited " + c.Account)}, err
 	}
 	for i, r := range store.ProcessBatch(ctx, batch, credit) {
 		fmt.Println(batch[i].ID, r.Result.Outcome, string(r.Result.Record.Response), r.Err)

@@ -1,0 +1,121 @@
+package idem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// FuncOptions configure the handler Wrap returns. Every default is
+// written once, on its field, and applied in Wrap.
+type FuncOptions struct {
+	// Source names the sender, for metrics and, unless the Store sets a
+	// Scope, as the scope of its keys. Defaults to the Lambda function's
+	// name ($AWS_LAMBDA_FUNCTION_NAME), or "events" outside Lambda.
+	Source string
+}
+
+// Wrap makes a Lambda handler of any event type idempotent: an EventBridge
+// event, an SNS or S3 notification, a Kinesis record's payload, a direct
+// invoke's own struct. Each event is claimed under key(event), an id its
+// sender keeps across retries (an EventBridge event's id, an SNS
+// MessageId, a request id in a direct invoke's payload), and h's effect
+// commits with the claim in one transaction. The handler answers with h's
+// response, which is stored with the claim as JSON and decoded for every
+// duplicate, so a retried invoke gets the first answer back:
+//
+//	handle, err := idem.Wrap(store, func(e events.EventBridgeEvent) (string, error) { return e.ID, nil }, ship)
+//	lambda.Start(handle)
+//
+// h describes its effect and performs none, as any Handler: it runs for
+// each delivery, and the claim decides which one commits. The event's JSON
+// is its payload: the same key with another event is a *KeyReuseError. A failure is returned as the error, so Lambda retries an
+// asynchronous invoke and a direct caller sees why; a *RetryableError may
+// have committed, and its retry is then a Duplicate. When h sets
+// Effect.Rejected, the bytes it returns must be the JSON of an R: they
+// answer this delivery and every duplicate. h must leave Effect.Response
+// empty; R is the response.
+func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Context, E) (R, Effect, error), optFns ...func(*FuncOptions)) (func(context.Context, E) (R, error), error) {
+	var o FuncOptions
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Source == "" {
+		o.Source = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	}
+	if o.Source == "" {
+		o.Source = "events"
+	}
+	switch {
+	case store == nil:
+		return nil, errors.New("idem: Wrap: nil Store")
+	case key == nil:
+		return nil, errors.New("idem: Wrap: nil key function")
+	case h == nil:
+		return nil, errors.New("idem: Wrap: nil handler")
+	}
+	if err := store.CheckSource(o.Source); err != nil {
+		return nil, fmt.Errorf("idem: Wrap: FuncOptions.%w", err)
+	}
+	return func(ctx context.Context, event E) (R, error) {
+		var zero R
+		msg, err := wrapped(o.Source, key, event)
+		if err != nil {
+			store.ReportFailure(ctx, msg, err)
+			return zero, err
+		}
+		var answer R // this delivery's own, or the replayed one
+		msg.Replay = func(stored Record) error { return decodeAnswer(stored.Response, &answer) }
+		res, err := store.Process(ctx, msg, func(ctx context.Context, _ Message) (Effect, error) {
+			r, eff, err := h(ctx, event)
+			if err != nil {
+				return Effect{}, err
+			}
+			if eff.Response != nil {
+				return Effect{}, &InvalidError{Reason: "the handler set Effect.Response; Wrap stores its typed response instead"}
+			}
+			if eff.Response, err = json.Marshal(r); err != nil {
+				return Effect{}, fmt.Errorf("encode the response: %w", err)
+			}
+			answer = r
+			return eff, nil
+		})
+		if err != nil {
+			return zero, err
+		}
+		if res.Outcome == Rejected {
+			if err := decodeAnswer(res.Record.Response, &answer); err != nil {
+				return zero, &InvalidError{Key: res.Record.Key, Reason: "Effect.Rejected's response is not the JSON of the handler's response type: " + err.Error()}
+			}
+		}
+		return answer, nil
+	}, nil
+}
+
+// wrapped is the message of event: its key and its JSON.
+func wrapped[E any](source string, key func(E) (string, error), event E) (Message, error) {
+	msg := Message{Source: source}
+	payload, err := json.Marshal(event)
+	if err != nil {
+		return msg, &InvalidError{Reason: "the event cannot be encoded as its payload: " + err.Error()}
+	}
+	msg.Payload = payload
+	var id string
+	if err := Recover("", "Wrap's key function", func() (err error) { id, err = key(event); return err }); err != nil {
+		return msg, fmt.Errorf("idem: the event's key: %w", err)
+	}
+	if id == "" {
+		return msg, &InvalidError{Reason: "the event's key is empty"}
+	}
+	msg.ID = id
+	return msg, nil
+}
+
+func decodeAnswer[R any](b []byte, r *R) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.Unmarshal(b, r)
+}
