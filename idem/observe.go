@@ -6,13 +6,40 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
 )
 
-// observer writes one log record and one metric per outcome.
+// An Observer is told of each delivery's outcome, once: when Process or
+// ProcessBatch has settled it, or ReportFailure or ReportRefusal reports
+// it. It runs on the delivery's goroutine after the outcome is decided, so
+// it must be quick and safe for concurrent use; a panic in it is logged
+// and changes nothing. The emf package's Writer is one, for CloudWatch
+// metrics; the Store's Logger always writes its own record first.
+type Observer interface {
+	Observe(ctx context.Context, o Observation)
+}
+
+// Observation is one delivery's outcome, as logged.
+type Observation struct {
+	Outcome Outcome
+	Message Message
+	// Key is the claim key, or "" when the message had no id.
+	Key string
+	// Result is the outcome's details, for Processed, Duplicate and
+	// Rejected.
+	Result Result
+	// Err is why, for KeyReuse, Failed and Refused.
+	Err error
+	// Time is when it was settled, by Options.Now.
+	Time time.Time
+}
+
+// observer writes one log record per outcome, then tells the Observers.
 type observer struct {
+	observers []Observer
 	log       *slog.Logger
 	now       func() time.Time
 	namespace string
@@ -22,7 +49,7 @@ type observer struct {
 }
 
 func newObserver(o *Options) observer {
-	return observer{log: o.Logger, now: o.Now, namespace: o.MetricsNamespace, metrics: o.Metrics}
+	return observer{observers: o.Observers, log: o.Logger, now: o.Now, namespace: o.MetricsNamespace, metrics: o.Metrics}
 }
 
 // OutcomeOf names the outcome of a Process call, as logged and counted.
@@ -75,6 +102,23 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key
 		o.log.LogAttrs(ctx, level, "idem: "+string(outcome), attrs...)
 	}
 	o.emit(outcome, msg.Source)
+	if len(o.observers) > 0 {
+		ob := Observation{Outcome: outcome, Message: msg, Key: key, Result: res, Err: err, Time: o.now()}
+		for _, x := range o.observers {
+			o.tell(ctx, x, ob)
+		}
+	}
+}
+
+// tell runs one Observer, whose panic must not undo a decided outcome.
+func (o *observer) tell(ctx context.Context, x Observer, ob Observation) {
+	defer func() {
+		if v := recover(); v != nil {
+			o.log.LogAttrs(ctx, slog.LevelError, "idem: an Observer panicked", slog.String("key", ob.Key),
+				slog.String("outcome", string(ob.Outcome)), slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	x.Observe(ctx, ob)
 }
 
 // emit writes one CloudWatch Embedded Metric Format record:

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +123,55 @@ func TestRefusalIsCountedApartFromFailure(t *testing.T) {
 	var line map[string]any
 	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line["level"] != "INFO" || line["outcome"] != "Refused" || line["key"] != "" {
 		t.Errorf("want an INFO Refused log without a key, got %s (%v)", logs.String(), err)
+	}
+}
+
+type recorder struct{ got []idem.Observation }
+
+func (r *recorder) Observe(_ context.Context, o idem.Observation) { r.got = append(r.got, o) }
+
+type panicky struct{}
+
+func (panicky) Observe(context.Context, idem.Observation) { panic("observer down") }
+
+// TestObserversHearEachOutcomeOnce: every Observer is told once per
+// delivery, with its key, result or error; one that panics is logged and
+// changes no outcome.
+func TestObserversHearEachOutcomeOnce(t *testing.T) {
+	e := newEnv(t)
+	var logs bytes.Buffer
+	rec := &recorder{}
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	store, err := idem.New(e.client, e.processed, func(o *idem.Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		o.Metrics = io.Discard
+		o.Observers = []idem.Observer{panicky{}, rec}
+		o.Now = func() time.Time { return now }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m := idem.Message{ID: "evt_o", Source: "observed", Payload: []byte("a")}
+	for range 2 {
+		if _, err := store.Process(ctx, m, e.creditHandler(nil)); err != nil {
+			t.Fatalf("an Observer's panic changed the outcome: %v", err)
+		}
+	}
+	store.ReportFailure(ctx, idem.Message{Source: "observed"}, errors.New("no key"))
+	want := []idem.Outcome{idem.Processed, idem.Duplicate, idem.Failed}
+	if len(rec.got) != len(want) {
+		t.Fatalf("want %d observations, got %d", len(want), len(rec.got))
+	}
+	for i, o := range rec.got {
+		if o.Outcome != want[i] || !o.Time.Equal(now) || o.Message.Source != "observed" {
+			t.Errorf("observation %d: want %s at %v, got %+v", i, want[i], now, o)
+		}
+	}
+	if rec.got[1].Key != "observed#evt_o" || string(rec.got[1].Result.Record.Response) != "credited evt_o" || rec.got[2].Err == nil {
+		t.Errorf("observations lack their key, result or error: %+v", rec.got)
+	}
+	if n := strings.Count(logs.String(), "an Observer panicked"); n != 3 {
+		t.Errorf("want the panicking Observer logged 3 times, got %d", n)
 	}
 }

@@ -72,6 +72,11 @@ type Options struct {
 	// slog.Default().
 	Logger *slog.Logger
 
+	// Observers are told of every outcome, once, after the Logger's
+	// record: emf.New(os.Stdout) for CloudWatch metrics, or your own.
+	// Defaults to none.
+	Observers []Observer
+
 	// Metrics receives one CloudWatch Embedded Metric Format line per outcome,
 	// with the message's Source as the dimension. Lambda sends stdout to
 	// CloudWatch Logs, which extracts the metrics. The lines carry no

@@ -1,0 +1,19 @@
+// Package emf writes the kit's outcomes as CloudWatch metrics: one
+// Embedded Metric Format line per delivery, on stdout in Lambda, from which
+// CloudWatch Logs extracts a count per outcome with the message's Source as
+// the dimension (namespace "Idem" in the reference template's alarms).
+//
+//	metrics, err := emf.New(os.Stdout)
+//	store, err := idem.New(client, "processed-ids", func(o *idem.Options) {
+//		o.Observers = []idem.Observer{metrics}
+//	})
+//
+// It is a package of its own so that the core knows no metrics format:
+// idem reports each outcome to its Observers, and this is one of them.
+//
+// The lines carry no "level", which Lambda's JSON log format reads as
+// INFO: keep the function's ApplicationLogLevel at INFO or below, or
+// Lambda drops them (and the alarms built on them go quiet).
+//
+// The format: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
+package emf
