@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,11 +19,7 @@ import (
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
 // env is one test's tables and a Store over them.
 type env struct {
@@ -37,18 +32,14 @@ type env struct {
 
 func newEnv(t *testing.T, optFns ...func(*idem.Options)) *env {
 	t.Helper()
-	calls := &idemtest.CallCounter{}
-	c := idemtest.Client(t, calls.Option)
-	e := &env{client: c, calls: calls}
-	e.processed = idemtest.ProcessedTable(t, c, optFns...)
-	e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
+	te := idemtest.NewEnv(t, optFns...)
+	e := &env{client: te.Client, calls: te.Calls, processed: te.Processed, accounts: te.Accounts}
 	quiet := func(o *idem.Options) { o.Metrics = io.Discard }
-	store, err := idem.New(c, e.processed, append([]func(*idem.Options){quiet}, optFns...)...)
+	store, err := idem.New(e.client, e.processed, append([]func(*idem.Options){quiet}, optFns...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.store = store
-	calls.Reset()
 	return e
 }
 

@@ -1,0 +1,56 @@
+package idemtest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkit/kit/idem"
+)
+
+// Main is a package's whole TestMain: it runs the tests, then stops the
+// local server they shared, if they started one.
+//
+//	func TestMain(m *testing.M) { idemtest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Env is one test's tables on the shared endpoint: a processed-ids table
+// and an accounts table (partition key "account"), and a client that
+// counts its calls.
+type Env struct {
+	Client    *dynamodb.Client
+	Calls     *CallCounter
+	Processed string
+	Accounts  string
+}
+
+// NewEnv creates a test's Env; optFns shape the processed-ids table as a
+// Store with the same options expects (a sort key, other attribute names).
+func NewEnv(tb testing.TB, optFns ...func(*idem.Options)) *Env {
+	tb.Helper()
+	calls := &CallCounter{}
+	c := Client(tb, calls.Option)
+	e := &Env{Client: c, Calls: calls}
+	e.Processed = ProcessedTable(tb, c, optFns...)
+	e.Accounts = CreateTable(tb, c, Table{Name: "accounts", HashKey: "account"})
+	calls.Reset()
+	return e
+}
+
+// Balance is the "balance" of account in the Env's accounts table, 0 when
+// the item or attribute is absent.
+func (e *Env) Balance(tb testing.TB, account string) int64 {
+	tb.Helper()
+	return Number(tb, e.Client, e.Accounts, "account", account, "balance")
+}
+
+// Claims is how many items the processed-ids table holds.
+func (e *Env) Claims(tb testing.TB) int {
+	tb.Helper()
+	return ItemCount(tb, e.Client, e.Processed)
+}
