@@ -19,6 +19,7 @@ type report struct {
 	rows                                       []row
 	cpu                                        []benchResult
 	cold                                       []coldStart
+	powertools                                 *powertoolsResult // nil without -powertools
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
@@ -44,6 +45,7 @@ func (r report) markdown() string {
 			w.crashDoubles, w.crashMessages, w.raceDoubles, w.raceMessages)
 	}
 	p("\nBatch transactions' calls are per message, in batches of 10 new messages and then the same batches redelivered.\n\n")
+	r.powertoolsSection(p)
 
 	if kits := r.kitRows(); len(kits) == 2 {
 		p("## The SQS adapter on batches of 10\n\n")

@@ -1,0 +1,211 @@
+// Powertools for AWS Lambda (TypeScript) idempotency, the real package, on
+// idem-bench's local DynamoDB: a credit handler written as a Powertools user
+// writes it (makeIdempotent around a handler that does its own UpdateItem),
+// timed and counted the way idem-bench times and counts the Go strategies.
+// idem-bench creates the tables and passes them in the environment; this
+// prints one JSON object on stdout and nothing else there.
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`bench.js: ${name} is not set (idem-bench sets it)`);
+  return v;
+};
+const endpoint = env('IDEM_BENCH_ENDPOINT');
+const recordsTable = env('IDEM_BENCH_POWERTOOLS_TABLE');
+const accountsTable = env('IDEM_BENCH_ACCOUNTS_TABLE');
+const latN = Number(env('IDEM_BENCH_LATENCY'));
+const faultN = Number(env('IDEM_BENCH_FAULTS'));
+
+// How long a "dead" invocation's INPROGRESS record blocks redeliveries: the
+// Lambda time left when it died. Short, so the run stays short.
+const deadRemainingMs = 1000;
+
+// A counting client: one middleware at the initialize step counts each
+// command once, however many attempts its retries make, as
+// idemtest.CallCounter does on the Go side.
+function countingClient() {
+  const calls = {};
+  const client = new DynamoDBClient({
+    endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+  client.middlewareStack.add((next, context) => (args) => {
+    calls[context.commandName] = (calls[context.commandName] ?? 0) + 1;
+    return next(args);
+  }, { step: 'initialize', name: 'idemBenchCallCounter' });
+  const total = () => Object.values(calls).reduce((a, b) => a + b, 0);
+  const reset = () => { for (const k of Object.keys(calls)) delete calls[k]; };
+  return { client, calls, total, reset };
+}
+
+// One warm execution environment: its client, its persistence layer and its
+// idempotent handler. crash maps a message id whose next delivery fails
+// right after the business write to 'throw', or to a function to call as
+// its process "dies".
+function environment(useLocalCache) {
+  const counter = countingClient();
+  const doc = DynamoDBDocumentClient.from(counter.client);
+  const crash = new Map();
+  const persistenceStore = new DynamoDBPersistenceLayer({ tableName: recordsTable, awsSdkV3Client: counter.client });
+  const config = new IdempotencyConfig({ eventKeyJmesPath: 'id', useLocalCache });
+  const handler = makeIdempotent(async (event) => {
+    await doc.send(new UpdateCommand({
+      TableName: accountsTable, Key: { account: event.account },
+      UpdateExpression: 'ADD balance :c', ExpressionAttributeValues: { ':c': event.cents },
+    }));
+    const fail = crash.get(event.id);
+    crash.delete(event.id);
+    if (fail === 'throw') throw new Error('failed after the effect');
+    if (fail) {
+      // The process dies here: Powertools neither completes nor deletes the
+      // record. A promise that never settles is that, seen from DynamoDB.
+      fail();
+      return new Promise(() => {});
+    }
+    return { ok: true };
+  }, { persistenceStore, config });
+  return { ...counter, crash, handler };
+}
+
+// The floor: the same credit through the same SDK, with no idempotency. It
+// takes turns with the Powertools environments, so their ratio to it does
+// not depend on the shared machine's load at the time.
+function bareEnvironment() {
+  const counter = countingClient();
+  const doc = DynamoDBDocumentClient.from(counter.client);
+  const handler = (event) => doc.send(new UpdateCommand({
+    TableName: accountsTable, Key: { account: event.account },
+    UpdateExpression: 'ADD balance :c', ExpressionAttributeValues: { ':c': event.cents },
+  }));
+  return { ...counter, handler };
+}
+
+// A Lambda context as the runtime passes it: Powertools reads the time left
+// to set the INPROGRESS record's in_progress_expiration.
+const context = (remainingMs = 30_000) => ({
+  functionName: process.env.AWS_LAMBDA_FUNCTION_NAME, awsRequestId: `req-${performance.now()}`,
+  getRemainingTimeInMillis: () => remainingMs,
+});
+
+const percentile = (d, p) => {
+  const s = [...d].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(s.length * p))];
+};
+
+// perMessage turns {PutItemCommand: 600} into {PutItem: 2} for n = 300.
+const perMessage = (calls, n) =>
+  Object.fromEntries(Object.entries(calls).map(([op, c]) => [op.replace(/Command$/, ''), c / n]));
+
+// latencies: n new messages one after another, then each again, the
+// environments taking turns as the Go strategies do.
+async function latencies(envs, n) {
+  const out = envs.map(() => ({ first: [], dup: [], calls: [] }));
+  for (let k = 0; k < envs.length; k++) {
+    for (let i = 0; i < 3; i++) await envs[k].handler({ id: `pt${k}-warm-${i}`, account: 'warm', cents: 1 }, context());
+  }
+  for (const pass of ['first', 'dup']) {
+    envs.forEach((e) => e.reset());
+    for (let i = 0; i < n; i++) {
+      for (let k = 0; k < envs.length; k++) {
+        const start = performance.now();
+        await envs[k].handler({ id: `pt${k}-lat-${i}`, account: `pt-lat-${i % 10}`, cents: 1 }, context());
+        out[k][pass].push(performance.now() - start);
+      }
+    }
+    envs.forEach((e, k) => out[k].calls.push({ total: e.total() / n, byOperation: perMessage(e.calls, n) }));
+  }
+  return out.map((o) => ({
+    callsFirst: o.calls[0].total, callsDup: o.calls[1].total,
+    opsFirst: o.calls[0].byOperation, opsDup: o.calls[1].byOperation,
+    firstP50Ms: percentile(o.first, 0.5), firstP99Ms: percentile(o.first, 0.99),
+    dupP50Ms: percentile(o.dup, 0.5), dupP99Ms: percentile(o.dup, 0.99),
+  }));
+}
+
+// untilDone redelivers until a delivery succeeds, as a queue would:
+// "already in progress" is an error the queue retries.
+async function untilDone(e, m) {
+  let err;
+  for (let i = 0; i < 100; i++) {
+    try { return await e.handler(m, context()); } catch (x) { err = x; }
+    await sleep(20);
+  }
+  throw new Error(`${m.id} never succeeded: ${err}`);
+}
+
+const msg = (prefix, i) => ({ id: `${prefix}-${i}`, account: `${prefix}-${i}`, cents: 1 });
+
+async function countDoubles(e, prefix, n) {
+  let doubles = 0;
+  for (let i = 0; i < n; i++) {
+    const out = await e.client.send(new GetItemCommand({
+      TableName: accountsTable, Key: { account: { S: `${prefix}-${i}` } }, ConsistentRead: true,
+    }));
+    const bal = Number(out.Item?.balance?.N ?? 0);
+    if (bal === 0) throw new Error(`${prefix}-${i} was never credited`);
+    if (bal > 1) doubles++;
+  }
+  return doubles;
+}
+
+// The handler throws after its write: Powertools deletes the record, the
+// redelivery runs the handler again.
+async function crashThrow(e, prefix, n) {
+  for (let i = 0; i < n; i++) {
+    const m = msg(prefix, i);
+    e.crash.set(m.id, 'throw');
+    await e.handler(m, context()).catch(() => {});
+    await untilDone(e, m);
+  }
+  return countDoubles(e, prefix, n);
+}
+
+// The process dies after the write: the INPROGRESS record stays until the
+// time the invocation had left runs out; redeliveries are "in progress"
+// until then, and the next one runs the handler again.
+async function crashDie(e, prefix, n) {
+  for (let i = 0; i < n; i++) {
+    const m = msg(prefix, i);
+    const died = new Promise((resolve) => e.crash.set(m.id, resolve));
+    e.handler(m, context(deadRemainingMs)).catch(() => {});
+    await died;
+  }
+  for (let i = 0; i < n; i++) await untilDone(e, msg(prefix, i));
+  return countDoubles(e, prefix, n);
+}
+
+// Each message delivered 4 times at once, each delivery retried until done.
+async function race(e, prefix, n) {
+  const all = [];
+  for (let i = 0; i < n; i++) for (let j = 0; j < 4; j++) all.push(untilDone(e, msg(prefix, i)));
+  await Promise.all(all);
+  return countDoubles(e, prefix, n);
+}
+
+const version = (pkg) => JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url))).version;
+
+const envs = [environment(false), environment(true)];
+const [off, on, floor] = await latencies([...envs, bareEnvironment()], latN);
+const modes = [off, on];
+for (const [k, e] of envs.entries()) {
+  modes[k].crashThrowDoubles = await crashThrow(e, `pt${k}-crash-throw`, faultN);
+  modes[k].crashDieDoubles = await crashDie(e, `pt${k}-crash-die`, faultN);
+  modes[k].raceDoubles = await race(e, `pt${k}-race`, faultN);
+}
+const result = {
+  versions: {
+    node: process.version,
+    '@aws-lambda-powertools/idempotency': version('@aws-lambda-powertools/idempotency'),
+    '@aws-sdk/client-dynamodb': version('@aws-sdk/client-dynamodb'),
+    '@aws-sdk/lib-dynamodb': version('@aws-sdk/lib-dynamodb'),
+  },
+  cacheOff: off, cacheOn: on, floor, faults: faultN, deadRemainingMs,
+};
+process.stdout.write(JSON.stringify(result) + '\n');
