@@ -130,7 +130,7 @@ func FuzzHMACVerifier(f *testing.F) {
 	})
 }
 
-// FuzzIdempotencyKey: reading a key never panics, and what the body field
+// FuzzIdempotencyKey: reading a key or a fingerprint never panics, and what the body field
 // fallback returns is the field's string.
 func FuzzIdempotencyKey(f *testing.F) {
 	f.Add(`"a\"b"`, []byte(`{"id":"x"}`))
@@ -142,5 +142,6 @@ func FuzzIdempotencyKey(f *testing.F) {
 		_, _ = key(webhook.Header{"idempotency-key": header}, body)
 		_, _ = webhook.StripeEventID(nil, body)
 		_, _ = webhook.GitHubDelivery(webhook.Header{"x-github-delivery": header}, body)
+		_, _ = webhook.StripeFingerprint(webhook.Request{Body: body})
 	})
 }

@@ -6,10 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,30 +29,72 @@ func TestMain(m *testing.M) {
 }
 
 // env is one test's tables on the real local endpoint, a Store over them,
-// and the Store's log.
+// and the Store's log (at INFO, as deployed) and metrics.
 type env struct {
 	client    *dynamodb.Client
 	processed string
 	accounts  string
 	store     *idem.Store
 	log       *bytes.Buffer
+	metrics   *bytes.Buffer
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	c := idemtest.Client(t)
-	e := &env{client: c, log: &bytes.Buffer{}}
+	e := &env{client: c, log: &bytes.Buffer{}, metrics: &bytes.Buffer{}}
 	e.processed = idemtest.ProcessedTable(t, c)
 	e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-	store, err := idem.New(c, e.processed, func(o *idem.Options) {
-		o.Metrics = io.Discard
+	e.store = e.newStore(t, c)
+	return e
+}
+
+// newStore is a Store over e's tables through client, logging to e's log
+// and metrics.
+func (e *env) newStore(t *testing.T, client idem.TransactWriteAPI, optFns ...func(*idem.Options)) *idem.Store {
+	t.Helper()
+	store, err := idem.New(client, e.processed, append([]func(*idem.Options){func(o *idem.Options) {
+		o.Metrics = e.metrics
 		o.Logger = slog.New(slog.NewJSONHandler(e.log, nil))
-	})
+	}}, optFns...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.store = store
-	return e
+	return store
+}
+
+// logged is e's log records, one map per line.
+func (e *env) logged(t *testing.T) []map[string]any {
+	t.Helper()
+	return jsonLines(t, e.log.String())
+}
+
+// counted is e's metric lines by outcome, and how many lines there were.
+func (e *env) counted(t *testing.T) (map[idem.Outcome]int, int) {
+	t.Helper()
+	lines := jsonLines(t, e.metrics.String())
+	n := map[idem.Outcome]int{}
+	for _, l := range lines {
+		for _, oc := range []idem.Outcome{idem.Processed, idem.Duplicate, idem.Rejected, idem.KeyReuse, idem.Failed, idem.Refused} {
+			if _, ok := l[string(oc)]; ok {
+				n[oc]++
+			}
+		}
+	}
+	return n, len(lines)
+}
+
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for line := range strings.Lines(s) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func (e *env) receiver(t *testing.T, optFns ...func(*webhook.Options)) *webhook.Receiver {

@@ -10,7 +10,10 @@ import (
 type Options struct {
 	// Source names the sender: the claim records' Source, the metrics'
 	// dimension and, unless the Store sets a Scope, the namespace of its
-	// keys. Defaults to "webhook".
+	// keys. It must be a dimension value CloudWatch takes, 1 to 1,024
+	// printable ASCII characters not all spaces, and hold no "#" unless the
+	// Store sets a Scope (idem.Store.CheckSource); New refuses another.
+	// Defaults to "webhook".
 	Source string
 
 	// Verifier authenticates each delivery over its raw body before anything
@@ -23,6 +26,19 @@ type Options struct {
 	// ASCII, is a 400. Defaults to IdempotencyKey(""): the Idempotency-Key
 	// header.
 	Key KeyFunc
+
+	// Fingerprint reads what identifies a keyed delivery's payload. A
+	// delivery whose key was claimed with another fingerprint is a 422; one
+	// with the same fingerprint is answered with the stored response, even
+	// when its bytes changed (logged at INFO with both bodies' SHA-256). An
+	// error is a 400. The Stripe and GitHub presets set the provider's
+	// stable identity of the event (StripeFingerprint, GitHubFingerprint),
+	// since a provider may render each attempt afresh; a claim stored with
+	// the body's SHA-256 (before a fingerprint was set) still matches only
+	// the same bytes. Defaults to nil: the
+	// SHA-256 of the whole body, right for keys the client chooses
+	// (Idempotency-Key), reused with another body only by mistake.
+	Fingerprint FingerprintFunc
 
 	// MaxBodyBytes bounds the body, after base64 decoding; a larger body is
 	// a 413. Defaults to 262,144 (256 KiB).
@@ -58,6 +74,12 @@ type Verifier interface {
 // stable across redeliveries. The Receiver validates what it returns.
 type KeyFunc func(h Header, body []byte) (string, error)
 
+// A FingerprintFunc reads what identifies a verified delivery's payload;
+// req.Key is set. Two deliveries with one key and one fingerprint are one
+// message, whatever their bytes. Returning "" leaves the body's SHA-256 as
+// the fingerprint.
+type FingerprintFunc func(req Request) (string, error)
+
 // Handler reads a verified delivery and describes its effect and answer. It
 // must not write to DynamoDB itself. A returned error commits nothing: a
 // BadRequest error is a 400, any other error a 500.
@@ -69,7 +91,8 @@ type Request struct {
 	Path   string // the raw path (payload v2) or the path (v1)
 	Header Header
 	// Body is the raw body, base64-decoded when API Gateway encoded it: the
-	// payload whose SHA-256 tells a redelivery from a reuse of the key.
+	// payload, whose fingerprint (Options.Fingerprint) tells a redelivery
+	// from a reuse of the key.
 	Body   []byte
 	Key    string // the idempotency key, validated
 	Source string // Options.Source
@@ -77,23 +100,27 @@ type Request struct {
 
 // Stripe configures a Receiver for Stripe: Source "stripe", the
 // Stripe-Signature verified with secrets by a StripeVerifier (5 minutes'
-// tolerance), and the event's "id" (evt_…) as the key.
+// tolerance), the event's "id" (evt_…) as the key, and StripeFingerprint,
+// so that a retry Stripe rendered afresh is replayed, not a 422.
 func Stripe(secrets ...string) func(*Options) {
 	return func(o *Options) {
 		o.Source = "stripe"
 		o.Verifier = &StripeVerifier{Secrets: secrets}
 		o.Key = StripeEventID
+		o.Fingerprint = StripeFingerprint
 	}
 }
 
 // GitHub configures a Receiver for GitHub: Source "github", the
-// X-Hub-Signature-256 verified with secrets, and the X-GitHub-Delivery GUID
-// as the key. GitHub signs no timestamp, so replay protection rests on the
-// delivery id; set the hook's content type to application/json.
+// X-Hub-Signature-256 verified with secrets, the X-GitHub-Delivery GUID as
+// the key, and GitHubFingerprint. GitHub signs no timestamp, so replay
+// protection rests on the delivery id; set the hook's content type to
+// application/json.
 func GitHub(secrets ...string) func(*Options) {
 	return func(o *Options) {
 		o.Source = "github"
 		o.Verifier = &HMACVerifier{Secrets: secrets, Header: "X-Hub-Signature-256"}
 		o.Key = GitHubDelivery
+		o.Fingerprint = GitHubFingerprint
 	}
 }

@@ -38,6 +38,9 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	case o.MaxBodyBytes < 0 || o.RetryAfter < 0:
 		return nil, errors.New("webhook: New: MaxBodyBytes and RetryAfter must not be negative")
 	}
+	if err := store.CheckSource(o.Source); err != nil {
+		return nil, fmt.Errorf("webhook: New: Options.Source: %w", err)
+	}
 	if err := checkSecrets(o.Verifier); err != nil {
 		return nil, fmt.Errorf("webhook: New: %w", err)
 	}
@@ -102,8 +105,14 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 	default:
 		req.Body = []byte(body)
 	}
+	// The callbacks run under idem.Recover: a panic fails this delivery,
+	// never the process.
 	if v := r.opts.Verifier; v != nil {
-		if err := v.Verify(req.Header, req.Body); err != nil {
+		err := idem.Recover("", "webhook.Options.Verifier", func() error { return v.Verify(req.Header, req.Body) })
+		if pe := (*idem.PanicError)(nil); errors.As(err, &pe) {
+			return r.fail(ctx, req, pe)
+		}
+		if err != nil {
 			detail := err.Error()
 			if se := (*signatureError)(nil); errors.As(err, &se) {
 				detail = "signature not verified: " + se.reason
@@ -114,7 +123,14 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 	if err := checkJSON(req.Body); err != nil {
 		return r.refuse(ctx, req, http.StatusBadRequest, err.Error(), err)
 	}
-	key, err := r.opts.Key(req.Header, req.Body)
+	var key string
+	err := idem.Recover("", "webhook.Options.Key", func() (err error) {
+		key, err = r.opts.Key(req.Header, req.Body)
+		return err
+	})
+	if pe := (*idem.PanicError)(nil); errors.As(err, &pe) {
+		return r.fail(ctx, req, pe)
+	}
 	if err == nil {
 		err = checkKey(key)
 	}
@@ -122,7 +138,20 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 		return r.refuse(ctx, req, http.StatusBadRequest, err.Error(), err)
 	}
 	req.Key = key
-	return r.process(ctx, req)
+	var fingerprint string
+	if fp := r.opts.Fingerprint; fp != nil {
+		err := idem.Recover("", "webhook.Options.Fingerprint", func() (err error) {
+			fingerprint, err = fp(req)
+			return err
+		})
+		if pe := (*idem.PanicError)(nil); errors.As(err, &pe) {
+			return r.fail(ctx, req, pe)
+		}
+		if err != nil {
+			return r.refuse(ctx, req, http.StatusBadRequest, "the payload's fingerprint: "+err.Error(), err)
+		}
+	}
+	return r.process(ctx, req, fingerprint)
 }
 
 // refuse answers a delivery refused before its claim, and logs and counts
@@ -132,36 +161,46 @@ func (r *Receiver) refuse(ctx context.Context, req Request, status int, detail s
 	return problem(status, detail)
 }
 
+// fail answers a delivery that failed before its claim through no fault of
+// the sender, a callback that panicked: a 500, logged and counted as Failed.
+func (r *Receiver) fail(ctx context.Context, req Request, err error) Response {
+	r.store.ReportFailure(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, err)
+	return problem(http.StatusInternalServerError, nothingDone)
+}
+
 // process claims the delivery and commits its effect, and answers with the
 // response of the delivery that committed first.
-func (r *Receiver) process(ctx context.Context, req Request) Response {
-	var answer Response // this delivery's response, when it commits
-	res, err := r.store.Process(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body},
-		func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
-			eff, err := r.handler(ctx, req)
-			if err != nil {
-				return idem.Effect{}, err
+func (r *Receiver) process(ctx context.Context, req Request, fingerprint string) Response {
+	var answer, stored Response // this delivery's response, when it commits; a Duplicate's
+	msg := idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body, Fingerprint: fingerprint,
+		// Decoded inside Process, before the outcome is counted: a response
+		// this adapter cannot read (another adapter's, sharing the scope)
+		// makes the delivery one Failed, not a Duplicate and a Failed.
+		Replay: func(rec idem.Record) (err error) {
+			stored, err = decodeResponse(rec.Response)
+			return err
+		}}
+	res, err := r.store.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+		eff, err := r.handler(ctx, req)
+		if err != nil {
+			return idem.Effect{}, err
+		}
+		answer = normalize(eff.Response)
+		out := idem.Effect{Writes: eff.Writes, Response: encodeResponse(answer)}
+		if eff.Rejected != nil {
+			// Process runs it under its own recovery (Effect.Rejected).
+			out.Rejected = func(rej *idem.RejectedError) []byte {
+				answer = normalize(eff.Rejected(rej))
+				return encodeResponse(answer)
 			}
-			answer = normalize(eff.Response)
-			out := idem.Effect{Writes: eff.Writes, Response: encodeResponse(answer)}
-			if eff.Rejected != nil {
-				out.Rejected = func(rej *idem.RejectedError) []byte {
-					answer = normalize(eff.Rejected(rej))
-					return encodeResponse(answer)
-				}
-			}
-			return out, nil
-		})
+		}
+		return out, nil
+	})
 	if err != nil {
 		return r.answerError(req.Key, err)
 	}
 	if res.Outcome != idem.Duplicate {
 		return answer
-	}
-	stored, derr := decodeResponse(res.Record.Response)
-	if derr != nil {
-		r.store.ReportFailure(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, derr)
-		return problem(http.StatusInternalServerError, "this key was processed before, but its stored response is unreadable")
 	}
 	stored.Headers["Idempotent-Replayed"] = "true"
 	return stored
@@ -174,10 +213,24 @@ func normalize(r Response) Response {
 	return r
 }
 
+// nothingDone is the 500's detail when Process is known to have committed
+// nothing for this delivery.
+const nothingDone = "the delivery could not be processed; nothing was applied or recorded"
+
 // answerError maps what Process returned to a status. Server-side causes get
-// a generic detail: the Store has logged the error itself.
+// a generic detail: the Store has logged the error itself. A detail says
+// nothing was applied only where Process guarantees it; a RetryableError
+// may follow a commit whose answer was lost, which the sender's retry then
+// finds as a Duplicate.
 func (r *Receiver) answerError(key string, err error) Response {
-	var bad *BadRequestError
+	var (
+		bad     *BadRequestError
+		replay  *idem.ReplayError
+		handler *idem.HandlerError
+		panicky *idem.PanicError
+		store   *idem.StoreError
+		invalid *idem.InvalidError
+	)
 	switch {
 	case errors.As(err, &bad):
 		return problem(http.StatusBadRequest, bad.Err.Error())
@@ -187,6 +240,10 @@ func (r *Receiver) answerError(key string, err error) Response {
 		return unavailable(r.opts.RetryAfter)
 	case errors.Is(err, idem.ErrRejected):
 		return problem(http.StatusConflict, "a condition of the effect failed; nothing was applied or recorded")
+	case errors.As(err, &replay):
+		return problem(http.StatusInternalServerError, "this key was processed before, but its stored response cannot be replayed")
+	case errors.As(err, &handler), errors.As(err, &panicky), errors.As(err, &store), errors.As(err, &invalid):
+		return problem(http.StatusInternalServerError, nothingDone)
 	}
-	return problem(http.StatusInternalServerError, "the delivery could not be processed; nothing was applied or recorded")
+	return problem(http.StatusInternalServerError, "the delivery could not be processed")
 }

@@ -14,9 +14,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -345,8 +347,14 @@ func TestServerSideFailures(t *testing.T) {
 			if a.status != tc.status {
 				t.Fatalf("expect %d, got %d %s", tc.status, a.status, a.body)
 			}
-			if d := problemDetail(t, a); strings.Contains(d, "hunter2") || strings.Contains(d, "boom") {
+			d := problemDetail(t, a)
+			if strings.Contains(d, "hunter2") || strings.Contains(d, "boom") {
 				t.Errorf("expect a generic detail, got %q", d)
+			}
+			// Nothing committed is known only for a 500 here; a 503 may
+			// follow a commit.
+			if said := strings.Contains(d, "nothing was applied"); said != (tc.status == 500) {
+				t.Errorf("expect the detail to say nothing was applied: %v, got %q", tc.status == 500, d)
 			}
 			if ra := a.headers["Retry-After"]; tc.status == 503 && ra != "2" {
 				t.Errorf("expect Retry-After 2 (1.5 s rounded up), got %q", ra)
@@ -361,20 +369,71 @@ func TestServerSideFailures(t *testing.T) {
 func TestNewRefusesBadOptions(t *testing.T) {
 	e := newEnv(t)
 	h := creditHandler(e.accounts)
+	scoped := e.newStore(t, e.client, func(o *idem.Options) { o.Scope = "billing" })
+	source := func(s string) func(*webhook.Options) { return func(o *webhook.Options) { o.Source = s } }
 	for _, tc := range []struct {
 		name  string
 		store *idem.Store
 		h     webhook.Handler
 		opt   func(*webhook.Options)
+		want  string // in the error; "" for none
 	}{
-		{"nil store", nil, h, func(*webhook.Options) {}},
-		{"nil handler", e.store, nil, func(*webhook.Options) {}},
-		{"negative size", e.store, h, func(o *webhook.Options) { o.MaxBodyBytes = -1 }},
+		{"nil store", nil, h, func(*webhook.Options) {}, "nil Store"},
+		{"nil handler", e.store, nil, func(*webhook.Options) {}, "nil Handler"},
+		{"negative size", e.store, h, func(o *webhook.Options) { o.MaxBodyBytes = -1 }, "MaxBodyBytes"},
+		{"nil HMACVerifier", e.store, h, func(o *webhook.Options) { o.Verifier = (*webhook.HMACVerifier)(nil) }, "nil *HMACVerifier"},
+		{"Source over 1,024 bytes", e.store, h, source(strings.Repeat("s", 1100)), "Options.Source: Source is 1100 bytes"},
+		{"Source all spaces", e.store, h, source("   "), "Options.Source: Source is all spaces"},
+		{"Source with a newline", e.store, h, source("stripe\n"), "Options.Source: Source \"stripe\\n\" has a control"},
+		{"Source not ASCII", e.store, h, source("paiement-reçu"), "Options.Source: Source \"paiement-reçu\" has a control or non-ASCII"},
+		{"Source with a # as the scope", e.store, h, source("billing#eu"), "Options.Source: Source \"billing#eu\" holds a \"#\""},
+		{"Source with a # beside a Scope", scoped, h, source("billing#eu"), ""},
+		{"Source of 1,024 bytes", e.store, h, source(strings.Repeat("s", 1024)), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := webhook.New(tc.store, tc.h, tc.opt); err == nil {
-				t.Fatal("expect an error, got nil")
+			_, err := webhook.New(tc.store, tc.h, tc.opt)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("expect no error, got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("expect an error saying %q, got %v", tc.want, err)
+			}
+			if err != nil {
+				t.Logf("%v", err)
 			}
 		})
 	}
+}
+
+// TestCommitWithLostAnswerIs503: a commit whose answer never comes back
+// may have applied the effect, so it is a 503 with Retry-After that does
+// not say nothing was applied; the retry then gets the stored answer.
+func TestCommitWithLostAnswerIs503(t *testing.T) {
+	e := newEnv(t)
+	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultLostResponse: 1}, Operations: []string{"TransactWriteItems"}}
+	lossy := e.newStore(t, idemtest.Client(t, faults.Option, func(o *dynamodb.Options) { o.RetryMaxAttempts = 2 }))
+	d := delivery{body: creditBody, headers: keyed("k-1")}
+	r, err := webhook.New(lossy, creditHandler(e.accounts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := sendV2(t, r, d)
+	if a.status != 503 || a.headers["Retry-After"] != "1" {
+		t.Fatalf("expect 503 with Retry-After 1, got %d %v %s", a.status, a.headers, a.body)
+	}
+	if detail := problemDetail(t, a); strings.Contains(detail, "nothing was applied") {
+		t.Errorf("expect a detail that does not say nothing was applied, got %q", detail)
+	}
+	if n, b := e.claims(t), e.balance(t, "acc-9"); n != 1 || b != 500 {
+		t.Fatalf("expect the lost commit applied (1 claim, 500), got %d and %d", n, b)
+	}
+	again := sendV2(t, e.receiver(t), d)
+	if again.status != 200 || again.headers["Idempotent-Replayed"] != "true" || again.body != `{"id":"k-1","status":"processed"}` {
+		t.Errorf("retry: expect the stored 200 replayed, got %d %v %s", again.status, again.headers, again.body)
+	}
+	if b := e.balance(t, "acc-9"); b != 500 {
+		t.Errorf("expect one credit of 500, got %d", b)
+	}
+	counts, _ := e.counted(t)
+	t.Logf("lost answer: %d Retry-After %s %s (%d faults injected); retry: %d replayed; metrics %v", a.status, a.headers["Retry-After"], a.body, faults.Counts()[idemtest.FaultLostResponse], again.status, counts)
 }

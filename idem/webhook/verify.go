@@ -186,8 +186,14 @@ func checkSecrets(v Verifier) error {
 	var secrets []string
 	switch v := v.(type) {
 	case *HMACVerifier:
+		if v == nil {
+			return errors.New("verifier: a nil *HMACVerifier")
+		}
 		secrets = v.Secrets
 	case *StripeVerifier:
+		if v == nil {
+			return errors.New("verifier: a nil *StripeVerifier")
+		}
 		secrets = v.Secrets
 	default:
 		return nil

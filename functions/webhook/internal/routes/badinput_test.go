@@ -74,7 +74,8 @@ func TestBadInputThroughTheFunction(t *testing.T) {
 		{"stripe: amount a string", v2("/webhooks/stripe", pi(`"2500"`, `{"account":"acc-9"}`), false, stripe(pi(`"2500"`, `{"account":"acc-9"}`), now)), 400, "amount_received"},
 		{"stripe: negative amount", v2("/webhooks/stripe", pi("-2500", `{"account":"acc-9"}`), false, stripe(pi("-2500", `{"account":"acc-9"}`), now)), 400, "amount_received"},
 		{"stripe: account a number", v2("/webhooks/stripe", pi("2500", `{"account":9}`), false, stripe(pi("2500", `{"account":9}`), now)), 400, "not a PaymentIntent"},
-		{"stripe: type a number", v2("/webhooks/stripe", `{"id":"evt_s","type":5}`, false, stripe(`{"id":"evt_s","type":5}`, now)), 400, "not a Stripe event"},
+		// Refused before the claim: the type is part of the event's fingerprint.
+		{"stripe: type a number", v2("/webhooks/stripe", `{"id":"evt_s","type":5}`, false, stripe(`{"id":"evt_s","type":5}`, now)), 400, `fingerprint: the body's "type" field is not a string`},
 		{"stripe: two signatures, the last forged (v1)", v1("/webhooks/stripe", paid, false, map[string][]string{"Stripe-Signature": {stripe(paid, now)["stripe-signature"], "t=1,v1=" + strings.Repeat("0", 64)}}), 401, "no v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

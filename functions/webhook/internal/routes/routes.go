@@ -4,8 +4,9 @@
 //   - POST /webhooks/credits: {"id": "evt_001", "account": "acc-9",
 //     "cents": 500}, keyed by the Idempotency-Key header, else the body's
 //     "id"; signed with X-Signature when WEBHOOK_SECRET is configured;
-//   - POST /webhooks/stripe: a Stripe event, keyed by its id; a
-//     payment_intent.succeeded credits data.object.metadata.account with
+//   - POST /webhooks/stripe: a Stripe event, keyed by its id; an attempt
+//     Stripe rendered afresh (another pending_webhooks) is a redelivery
+//     (webhook.Stripe). A payment_intent.succeeded credits data.object.metadata.account with
 //     data.object.amount_received, any other type is acknowledged and
 //     recorded without effect. STRIPE_WEBHOOK_SECRET is required.
 //

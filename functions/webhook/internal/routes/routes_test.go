@@ -210,6 +210,10 @@ func TestStripe(t *testing.T) {
 	}{
 		{"payment", stripeEvent("evt_1", "payment_intent.succeeded", paid("2500", "acc-9")), stripeSecret, now, 200, `{"status":"processed","id":"evt_1"}`},
 		{"payment redelivered", stripeEvent("evt_1", "payment_intent.succeeded", paid("2500", "acc-9")), stripeSecret, now, 200, `{"status":"processed","id":"evt_1"}`},
+		// Stripe renders each attempt afresh: the event, not its bytes, is
+		// the payload (webhook.StripeFingerprint).
+		{"payment redelivered, rendered afresh", strings.Replace(stripeEvent("evt_1", "payment_intent.succeeded", paid("2500", "acc-9")), `"object":"event",`, `"object":"event","pending_webhooks":1,`, 1),
+			stripeSecret, now, 200, `{"status":"processed","id":"evt_1"}`},
 		{"old secret", stripeEvent("evt_2", "payment_intent.succeeded", paid("100", "acc-9")), "whsec_old", now, 200, `"processed"`},
 		{"other type", stripeEvent("evt_3", "customer.created", `{"object":"customer","id":"cus_1"}`), stripeSecret, now, 200, `{"status":"acknowledged","id":"evt_3"}`},
 		{"zero amount", stripeEvent("evt_4", "payment_intent.succeeded", paid("0", "acc-9")), stripeSecret, now, 400, "amount_received"},
