@@ -81,7 +81,10 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 			if err := json.Unmarshal(readEvent(t, tc.file), &ev); err != nil {
 				t.Fatal(err)
 			}
-			h := handler.New(store, accounts)
+			h, err := handler.New(store, accounts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, delivery := range []string{"first", "again"} {
 				resp, err := h(context.Background(), ev)
 				if err != nil {

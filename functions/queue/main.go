@@ -33,5 +33,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(handler.New(store, env.AccountsTable))
+	h, err := handler.New(store, env.AccountsTable)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lambda.Start(h)
 }

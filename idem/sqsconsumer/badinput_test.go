@@ -99,7 +99,7 @@ func TestBadRecordsFailAlone(t *testing.T) {
 				}
 				bad.MessageAttributes = tc.attrs
 				batch := []events.SQSMessage{bad, record("m-good", `{"account":"acc-good","cents":7}`)}
-				h := sqsconsumer.New(e.store, strictCredit(e), func(o *sqsconsumer.Options) { o.BatchTransactions = mode == "BatchTransactions" })
+				h := newHandler(t, e.store, strictCredit(e), func(o *sqsconsumer.Options) { o.BatchTransactions = mode == "BatchTransactions" })
 				var failed []string
 				for range 2 { // the whole batch again, as after a timeout
 					resp, err := h(context.Background(), events.SQSEvent{Records: batch})

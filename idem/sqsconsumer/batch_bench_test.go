@@ -39,7 +39,7 @@ func BenchmarkSQSAdapterBatchTransactions(b *testing.B) {
 			ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "500"}},
 		}}
 	}
-	h := sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+	h := newHandler(b, store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		return idem.Effect{Writes: []types.TransactWriteItem{writes[rec.MessageId]}}, nil
 	}, func(o *sqsconsumer.Options) { o.BatchTransactions = true })
 	b.Run(fmt.Sprint("batch=", n), func(b *testing.B) {

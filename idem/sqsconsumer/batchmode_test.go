@@ -174,7 +174,7 @@ func TestBatchTransactionsRecordedRejection(t *testing.T) {
 		ConditionExpression:       aws.String("balance >= :c"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "100"}, ":neg": &types.AttributeValueMemberN{Value: "-100"}},
 	}}
-	h := sqsconsumer.New(e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+	h := newHandler(t, e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		if rec.Body != "recorded" && rec.Body != "unrecorded" {
 			return e.handler(rec)
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
-	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
 // acceptAll commits every transaction at once: the benchmark measures the
@@ -41,7 +40,7 @@ func BenchmarkSQSAdapter(b *testing.B) {
 		UpdateExpression:          aws.String("ADD balance :c"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "500"}},
 	}}
-	h := sqsconsumer.New(store, func(context.Context, events.SQSMessage) (idem.Effect, error) {
+	h := newHandler(b, store, func(context.Context, events.SQSMessage) (idem.Effect, error) {
 		return idem.Effect{Writes: []types.TransactWriteItem{write}}, nil
 	})
 	b.Run("Process", func(b *testing.B) {

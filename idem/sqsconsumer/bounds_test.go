@@ -41,7 +41,7 @@ func TestConcurrencyBound(t *testing.T) {
 				reached        = make(chan struct{})
 				once           sync.Once
 			)
-			h := sqsconsumer.New(e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+			h := newHandler(t, e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 				mu.Lock()
 				inFlight++
 				most = max(most, inFlight)
@@ -133,7 +133,7 @@ func TestRunningRecordsStopAtHalfTheMargin(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var got time.Time
-	h := sqsconsumer.New(e.store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
+	h := newHandler(t, e.store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		got, _ = ctx.Deadline()
 		return e.handler(rec)
 	}, func(o *sqsconsumer.Options) { o.DeadlineMargin = 10 * time.Minute })
@@ -203,7 +203,7 @@ func TestRecordedRejectionIsSuccess(t *testing.T) {
 		ConditionExpression:       aws.String("balance >= :c"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "100"}, ":neg": &types.AttributeValueMemberN{Value: "-100"}},
 	}}
-	h := sqsconsumer.New(e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+	h := newHandler(t, e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		eff := idem.Effect{Writes: []types.TransactWriteItem{debit}}
 		if rec.Body == "recorded" {
 			eff.Rejected = func(*idem.RejectedError) []byte { return []byte("insufficient funds") }

@@ -3,9 +3,14 @@
 // exactly the records to retry.
 //
 //	store, err := idem.New(dynamodb.NewFromConfig(cfg), "processed-ids")
-//	lambda.Start(sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
+//	…
+//	h, err := sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
 //		return idem.Effect{Writes: []types.TransactWriteItem{credit(rec.Body)}}, nil
-//	}))
+//	})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	lambda.Start(h)
 //
 // The event source mapping must set FunctionResponseTypes to
 // ReportBatchItemFailures: the handler answers with the failed records'
@@ -35,9 +40,12 @@
 // A record's key is, by default (DefaultKey), the first of:
 //
 //  1. the message attribute IdempotencyKey (a String), set by the producer;
-//  2. the MessageDeduplicationId of a FIFO queue (under content-based
-//     deduplication, the body's SHA-256: equal bodies are one message for
-//     the claim's whole retention, not just SQS's 5 minutes);
+//  2. on a FIFO queue, the MessageGroupId and MessageDeduplicationId
+//     (DeduplicationKey, "acc-9/evt_101"): a high-throughput FIFO queue
+//     deduplicates within a group, so one id in two groups is two
+//     messages. Under content-based deduplication the id is the body's
+//     SHA-256: equal bodies in one group are one message for the claim's
+//     whole retention, not just SQS's 5 minutes;
 //  3. the record's messageId. SQS keeps it across redeliveries, but a
 //     producer that sends the message again gets a new one, so it dedupes
 //     redeliveries only, not re-sends.
@@ -47,11 +55,47 @@
 // Successes: Processed, Duplicate, and a rejection the effect recorded
 // (idem.Rejected). Every other outcome is a failure: a key that is missing or
 // unreadable, a malformed body the handler refuses, a key reused with another
-// payload, a handler error or panic, a DynamoDB error, a conflict that
+// payload, a handler error, a panic in the handler, Effect.Rejected or
+// Options.Key (an *idem.PanicError: that record fails, the batch goes on), a
+// DynamoDB error (one that may follow a commit is an *idem.RetryableError:
+// if it did commit, the redelivery is a Duplicate), a conflict that
 // outlived its retries, or a record not started because the Lambda deadline
 // was within Options.DeadlineMargin. Each record is logged and counted once,
 // by the Store: in Process, or through Store.ReportFailure for the failures
 // Process never saw.
+//
+// # Upgrading: FIFO keys now hold the message group
+//
+// A FIFO record was keyed by its MessageDeduplicationId alone
+// ("credits.fifo#evt_101"); it is now keyed by its group and id
+// ("credits.fifo#acc-9/evt_101"). Standard queues and records with the
+// IdempotencyKey attribute keep their keys. A claim under the old key does
+// not match the new one, so a message the old version claimed and the new
+// one receives is applied again: one whose commit was not followed by its
+// deletion (a timeout, a crash, an answer lost after the commit), one
+// redriven from the dead-letter queue, or one a producer sends again with
+// the same deduplication id (under content-based deduplication, the same
+// body) more than 5 minutes later, within the claims' retention.
+//
+// On a queue whose DeduplicationScope is queue (the default), the old key
+// is right, and keeping it needs no migration:
+//
+//	o.Key = sqsconsumer.FirstKey(sqsconsumer.AttributeKey, sqsconsumer.QueueDeduplicationKey, sqsconsumer.MessageIDKey)
+//
+// Otherwise deploy on a drained queue: stop the producers; let the running
+// version consume until the queue's ApproximateNumberOfMessages,
+// ApproximateNumberOfMessagesNotVisible and
+// ApproximateNumberOfMessagesDelayed are all 0; deploy; start the producers.
+// Before redriving a message from the dead-letter queue, look up its old
+// claim: an item whose key is the old one and whose fingerprint is the
+// SHA-256 (hex) of the body means it was applied, and it is to be deleted,
+// not redriven. A message the old key failed as a KeyReuse (its
+// deduplication id claimed first in another group) finds a claim with
+// another fingerprint: it was never applied; redrive it. For the claims'
+// retention after the deploy, a producer that sends again a message it
+// first sent before the deploy must set IdempotencyKey to its deduplication
+// id (under content-based deduplication, the body's SHA-256 in hex): that
+// is the old key, under which the message is found a Duplicate.
 //
 // Lambda's guide to partial batch responses:
 // https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html

@@ -28,7 +28,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
+	h, err := sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		cents, err := strconv.ParseInt(rec.Body, 10, 64)
 		if err != nil {
 			return idem.Effect{}, fmt.Errorf("body %q is not a whole number of cents", rec.Body)
@@ -39,7 +39,11 @@ func ExampleNew() {
 			UpdateExpression:          aws.String("ADD balance :c"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.FormatInt(cents, 10)}},
 		}}}}, nil
-	}, func(o *sqsconsumer.Options) { o.Concurrency = 5 }))
+	}, func(o *sqsconsumer.Options) { o.Concurrency = 5 })
+	if err != nil {
+		log.Fatal(err)
+	}
+	lambda.Start(h)
 }
 
 func ExampleDefaultKey() {
@@ -48,6 +52,7 @@ func ExampleDefaultKey() {
 			sqsconsumer.KeyAttribute: {DataType: "String", StringValue: aws.String("order-77")},
 		}},
 		{MessageId: "2e1424d4", Attributes: map[string]string{"MessageGroupId": "acc-9", "MessageDeduplicationId": "evt_101"}},
+		{MessageId: "7c3d90a2", Attributes: map[string]string{"MessageGroupId": "eu/acc-9", "MessageDeduplicationId": "evt_101"}},
 		{MessageId: "8a4f5e1c"},
 	}
 	for _, rec := range recs {
@@ -56,6 +61,7 @@ func ExampleDefaultKey() {
 	}
 	// Output:
 	// order-77 <nil>
-	// evt_101 <nil>
+	// acc-9/evt_101 <nil>
+	// eu%2Facc-9/evt_101 <nil>
 	// 8a4f5e1c <nil>
 }

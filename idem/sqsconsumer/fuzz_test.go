@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +47,8 @@ func fuzzRecord(id, body, dataType, value string, noValue bool, dedup, group, ar
 }
 
 // FuzzKey: reading a key never panics, DefaultKey is its documented order
-// (the attribute, stopping at its error, then the deduplication id, then
-// the messageId), and QueueName is the ARN's last segment.
+// (the attribute, stopping at its error, then the group and deduplication
+// id, then the messageId), and QueueName is the ARN's last segment.
 func FuzzKey(f *testing.F) {
 	f.Add("m-1", "String", "evt_1", false, "", "", "arn:aws:sqs:us-east-1:1:credits")
 	f.Add("m-1", "String.uuid", "", false, "dedup-1", "g", "arn:aws:sqs:us-east-1:1:credits.fifo")
@@ -56,6 +57,7 @@ func FuzzKey(f *testing.F) {
 	f.Add("", "Binary", "\x00\xff", true, "", "", ":")
 	f.Add("", "", "", false, "", "", "")
 	f.Add("m\r\n", "String", "k\r\nX-Injected: 1\x00", false, "d\x00", "", "arn:\xff")
+	f.Add("m-1", "", "", false, "x/y", "A%2F/x", "arn:aws:sqs:us-east-1:1:credits.fifo")
 	f.Fuzz(func(t *testing.T, id, dataType, value string, noValue bool, dedup, group, arn string) {
 		rec := fuzzRecord(id, "", dataType, value, noValue, dedup, group, arn)
 		attr, attrErr := sqsconsumer.AttributeKey(rec)
@@ -70,7 +72,13 @@ func FuzzKey(f *testing.F) {
 		case attr != "":
 			want = attr
 		case dedup != "":
-			want = dedup
+			// The key decodes back to its group and id: no two pairs
+			// share one.
+			g, d, _ := strings.Cut(got, "/")
+			if ug, uerr := url.PathUnescape(g); err != nil || uerr != nil || ug != group || d != dedup {
+				t.Fatalf("DeduplicationKey of group %q, id %q: got %q, %v, which reads back as %q, %q", group, dedup, got, err, ug, d)
+			}
+			want = got
 		default:
 			want = id
 		}
@@ -168,7 +176,7 @@ func FuzzBatch(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+		h := newHandler(t, store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 			c, err := parseFuzzCredit(rec.Body)
 			if err != nil {
 				return idem.Effect{}, err

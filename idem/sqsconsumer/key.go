@@ -55,12 +55,40 @@ func AttributeKey(rec events.SQSMessage) (string, error) {
 	return *a.StringValue, nil
 }
 
-// DeduplicationKey reads a FIFO queue's MessageDeduplicationId: the
+// DeduplicationKey reads a FIFO queue's MessageDeduplicationId (the
 // producer's explicit id, or the SHA-256 of the body under content-based
-// deduplication. Standard queues have none. SQS dedupes on it for 5 minutes,
-// the kit for the claim's retention: with content-based deduplication, two
-// messages with the same body are one message for that whole time.
+// deduplication) with the record's MessageGroupId, as
+//
+//	group + "/" + MessageDeduplicationId
+//
+// where any "%" and "/" in the group are written "%25" and "%2F": the first
+// "/" ends the group, so no two (group, id) pairs share a key
+// ("acc-9/evt_101"). The group is part of the key because a high-throughput
+// FIFO queue (DeduplicationScope messageGroup) deduplicates within a group:
+// one id in two groups is two messages there, and a key without the group
+// would answer the second one Duplicate, or fail it as a reuse of the key.
+// Standard queues have no MessageDeduplicationId, and the key is "".
+//
+// SQS deduplicates for 5 minutes, the kit for the claim's retention: under
+// content-based deduplication, two messages with the same body in one
+// group are one message for that whole time.
 func DeduplicationKey(rec events.SQSMessage) (string, error) {
+	id := rec.Attributes["MessageDeduplicationId"]
+	if id == "" {
+		return "", nil
+	}
+	return groupEscaper.Replace(rec.Attributes["MessageGroupId"]) + "/" + id, nil
+}
+
+var groupEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// QueueDeduplicationKey reads a FIFO queue's MessageDeduplicationId alone,
+// the key DeduplicationKey gave before it held the message group. It is
+// right only for a queue whose DeduplicationScope is queue (the default),
+// where SQS too takes one id in two groups as one message; use it in
+// Options.Key to keep the claims made under that key valid across an
+// upgrade (see the package doc).
+func QueueDeduplicationKey(rec events.SQSMessage) (string, error) {
 	return rec.Attributes["MessageDeduplicationId"], nil
 }
 

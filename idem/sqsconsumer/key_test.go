@@ -24,7 +24,7 @@ func TestDefaultKeyOrder(t *testing.T) {
 	}{
 		{"attribute first", events.SQSMessage{MessageId: "m", Attributes: dedup, MessageAttributes: attr("String", aws.String("evt_1"))}, "evt_1", ""},
 		{"custom String type", events.SQSMessage{MessageId: "m", MessageAttributes: attr("String.uuid", aws.String("u-1"))}, "u-1", ""},
-		{"deduplication id next", events.SQSMessage{MessageId: "m", Attributes: dedup}, "dedup-1", ""},
+		{"deduplication id next, with its group", events.SQSMessage{MessageId: "m", Attributes: dedup}, "g/dedup-1", ""},
 		{"messageId last", events.SQSMessage{MessageId: "m", Attributes: map[string]string{"SentTimestamp": "1"}}, "m", ""},
 		{"other attributes ignored", events.SQSMessage{MessageId: "m", MessageAttributes: map[string]events.SQSMessageAttribute{"Key": {DataType: "String", StringValue: aws.String("x")}}}, "m", ""},
 		{"number attribute", events.SQSMessage{MessageId: "m", MessageAttributes: attr("Number", aws.String("7"))}, "", `data type "Number"`},
@@ -45,6 +45,37 @@ func TestDefaultKeyOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeduplicationKey: a FIFO key names the group and the id, and no two
+// (group, id) pairs share one, whatever punctuation they hold (SQS allows
+// any in both).
+func TestDeduplicationKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, group, id string
+		want            string
+	}{
+		{"group and id", "acc-9", "evt_101", "acc-9/evt_101"},
+		{"content-based id", "A", "3f7d", "A/3f7d"},
+		{"a slash in the id", "A", "x/y", "A/x/y"},
+		{"a slash in the group", "A/x", "y", "A%2Fx/y"},
+		{"a percent sign in the group", "A%2Fx", "y", "A%252Fx/y"},
+		{"no group", "", "evt_101", "/evt_101"},
+		{"no id: no key", "A", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := events.SQSMessage{Attributes: map[string]string{"MessageGroupId": tc.group, "MessageDeduplicationId": tc.id}}
+			if got, err := sqsconsumer.DeduplicationKey(rec); err != nil || got != tc.want {
+				t.Fatalf("expect %q, got %q, %v", tc.want, got, err)
+			}
+		})
+	}
+	t.Run("the old key, for a queue-scoped queue", func(t *testing.T) {
+		rec := events.SQSMessage{Attributes: map[string]string{"MessageGroupId": "acc-9", "MessageDeduplicationId": "evt_101"}}
+		if got, err := sqsconsumer.QueueDeduplicationKey(rec); err != nil || got != "evt_101" {
+			t.Fatalf("expect %q, got %q, %v", "evt_101", got, err)
+		}
+	})
 }
 
 func TestFirstKeyStopsAtAnError(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,8 +36,9 @@ type Options struct {
 	Key KeyFunc
 
 	// Source names the sender in logs and metrics and, unless the Store
-	// sets idem.Options.Scope, scopes the keys. Defaults to the queue's
-	// name, the last segment of the record's eventSourceARN.
+	// sets idem.Options.Scope, scopes the keys, so New refuses one the
+	// Store's CheckSource refuses. Defaults to the queue's name, the last
+	// segment of the record's eventSourceARN.
 	Source string
 
 	// Concurrency bounds how many records are processed at once (for FIFO
@@ -74,15 +74,20 @@ type consumer struct {
 // New returns a handler for lambda.Start that processes an SQS batch
 // through store, each record in its own claim and effect transaction, and
 // reports the records to retry. The event source mapping must set
-// FunctionResponseTypes to ReportBatchItemFailures. New panics when store
-// or h is nil, as that is a mistake in the wiring, not in a message.
-func New(store *idem.Store, h Handler, optFns ...func(*Options)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+// FunctionResponseTypes to ReportBatchItemFailures. New refuses a nil store
+// or h, and an Options.Source that store cannot take (store.CheckSource).
+func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	if store == nil || h == nil {
-		panic("sqsconsumer: New: nil Store or Handler")
+		return nil, errors.New("sqsconsumer: New: nil Store or Handler")
 	}
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
+	}
+	if o.Source != "" {
+		if err := store.CheckSource(o.Source); err != nil {
+			return nil, fmt.Errorf("sqsconsumer: New: Options.Source: %w", err)
+		}
 	}
 	if o.Key == nil {
 		o.Key = DefaultKey
@@ -94,7 +99,7 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) func(context.Co
 		o.DeadlineMargin = 2 * time.Second
 	}
 	c := &consumer{store: store, h: h, opts: o}
-	return c.handle
+	return c.handle, nil
 }
 
 // handle never returns an error: a function error would send every record
@@ -109,7 +114,17 @@ func (c *consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		defer cancel()
 	}
 	if c.opts.BatchTransactions {
-		c.runWaves(ctx, work, recs, lanes(recs), errs) // batch.go
+		// runWaves runs on this goroutine, where the runtime would turn a
+		// panic into a function error and SQS would return the whole batch:
+		// fail every record not failed yet instead (one whose wave
+		// committed comes back a Duplicate).
+		if err := guard("processing the batch", func() error { c.runWaves(ctx, work, recs, lanes(recs), errs); return nil }); err != nil { // batch.go
+			for i := range errs {
+				if errs[i] == nil {
+					errs[i] = err
+				}
+			}
+		}
 	} else {
 		c.runLanes(ctx, work, recs, lanes(recs), errs)
 	}
@@ -171,18 +186,29 @@ func (c *consumer) runLane(ctx, work context.Context, recs []events.SQSMessage, 
 	failed := -1
 	for _, i := range lane {
 		rec := recs[i]
-		switch {
-		case failed >= 0:
-			errs[i] = c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", ErrGroupStopped, rec.Attributes["MessageGroupId"], recs[failed].MessageId))
-		case !c.mayStart(ctx):
-			errs[i] = c.skip(ctx, rec, ErrDeadline)
-		default:
-			errs[i] = c.process(work, rec)
-		}
+		errs[i] = guard("processing the record", func() error {
+			switch {
+			case failed >= 0:
+				return c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", ErrGroupStopped, rec.Attributes["MessageGroupId"], recs[failed].MessageId))
+			case !c.mayStart(ctx):
+				return c.skip(ctx, rec, ErrDeadline)
+			}
+			return c.process(work, rec)
+		})
 		if errs[i] != nil && failed < 0 {
 			failed = i
 		}
 	}
+}
+
+// guard turns a panic in fn into a *idem.PanicError naming what. The
+// callbacks the Store calls have their own recovery; guard catches what has
+// none, such as the Store's Logger or Metrics writer: a panic would end the
+// process (on a worker goroutine) or the invoke (on the caller's), and
+// either way no batch response would say which records committed. It
+// reports nothing: the panic may have come from the reporting.
+func guard(what string, fn func() error) error {
+	return idem.Recover("", what, fn)
 }
 
 func (c *consumer) mayStart(ctx context.Context) bool {
@@ -238,16 +264,18 @@ func (c *consumer) message(rec events.SQSMessage) idem.Message {
 }
 
 // key runs Options.Key, turning an empty key into ErrNoKey and a panic into
-// an error with its stack, so one bad record cannot crash the batch.
+// a *idem.PanicError, so one bad record cannot crash the batch.
 func (c *consumer) key(rec events.SQSMessage) (key string, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			key, err = "", fmt.Errorf("Options.Key panicked: %v\n%s", v, debug.Stack())
-		}
-	}()
-	key, err = c.opts.Key(rec)
-	if err == nil && key == "" {
-		err = ErrNoKey
+	err = idem.Recover("", "sqsconsumer.Options.Key", func() error {
+		var kerr error
+		key, kerr = c.opts.Key(rec)
+		return kerr
+	})
+	if err != nil {
+		return "", err
 	}
-	return key, err
+	if key == "" {
+		return "", ErrNoKey
+	}
+	return key, nil
 }

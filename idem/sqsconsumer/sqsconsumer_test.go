@@ -124,10 +124,20 @@ func (e *env) credit(account string, cents int) types.TransactWriteItem {
 	}}
 }
 
+// newHandler is sqsconsumer.New for a test's wiring, which New must accept.
+func newHandler(tb testing.TB, store *idem.Store, h sqsconsumer.Handler, optFns ...func(*sqsconsumer.Options)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	tb.Helper()
+	fn, err := sqsconsumer.New(store, h, optFns...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fn
+}
+
 // run delivers a batch and returns the failed messageIds, in batch order.
 func (e *env) run(t *testing.T, ctx context.Context, recs []events.SQSMessage, optFns ...func(*sqsconsumer.Options)) []string {
 	t.Helper()
-	h := sqsconsumer.New(e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) { return e.handler(rec) }, optFns...)
+	h := newHandler(t, e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) { return e.handler(rec) }, optFns...)
 	resp, err := h(ctx, events.SQSEvent{Records: recs})
 	if err != nil {
 		t.Fatalf("want no function error, got %v", err)

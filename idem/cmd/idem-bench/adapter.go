@@ -23,8 +23,8 @@ type sqsKit struct {
 	h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 }
 
-func newSQSKit(store *idem.Store, accounts string, batchMode bool) *sqsKit {
-	h := sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+func newSQSKit(store *idem.Store, accounts string, batchMode bool) (*sqsKit, error) {
+	h, err := sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		var m struct {
 			Account string `json:"account"`
 			Cents   int    `json:"cents"`
@@ -35,7 +35,10 @@ func newSQSKit(store *idem.Store, accounts string, batchMode bool) *sqsKit {
 		up := creditUpdate(accounts, message{account: m.Account, cents: m.Cents})
 		return idem.Effect{Writes: []types.TransactWriteItem{{Update: up}}, Response: []byte("ok")}, nil
 	}, func(o *sqsconsumer.Options) { o.BatchTransactions = batchMode })
-	return &sqsKit{h: h}
+	if err != nil {
+		return nil, err
+	}
+	return &sqsKit{h: h}, nil
 }
 
 // quietStore logs as deployed (JSON at INFO) into io.Discard, so a

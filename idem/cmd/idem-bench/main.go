@@ -1,5 +1,6 @@
 // Command idem-bench runs this kit side by side with check-then-act, the
-// two-phase lock and a bare UpdateItem on one local DynamoDB endpoint, then
+// two-phase lock and a bare UpdateItem on one local DynamoDB endpoint, and
+// Powertools for AWS Lambda (TypeScript) itself on the same endpoint, then
 // the kit's CPU benchmarks and its functions' cold starts, and prints the
 // tables (and writes them as Markdown with -out). Run it from the module's
 // root: it builds the functions with the Makefile, as sam build does.
@@ -37,6 +38,7 @@ func bench() error {
 		benchtime = flag.String("benchtime", "1s", "go test -benchtime for the kit's CPU benchmarks")
 		count     = flag.Int("count", 5, "go test -count: runs per benchmark; the tables show the median")
 		coldN     = flag.Int("coldstarts", 5, "cold starts per function under the Lambda emulator; 0 skips them")
+		ptools    = flag.Bool("powertools", true, "also run Powertools for AWS Lambda (TypeScript) idempotency with node, installed by npm ci into "+powertoolsDir)
 		out       = flag.String("out", "", "also write the tables as Markdown to this file")
 		benchOut  = flag.String("benchout", "", "write the Go benchmarks' raw output (benchstat's input) to this file")
 	)
@@ -60,6 +62,14 @@ func bench() error {
 	var err error
 	if rep.rows, err = run(ctx, endpoint, rep); err != nil {
 		return err
+	}
+	if *ptools {
+		if rep.powertools, err = runPowertools(ctx, endpoint, powertoolsDir, *latN, *faultN); err != nil {
+			return err
+		}
+		if why := rep.powertools.skipped; why != "" {
+			log.Printf("idem-bench: Powertools peer skipped: %s", why)
+		}
 	}
 	if *cpu {
 		raw := os.Stderr
@@ -96,11 +106,17 @@ func run(ctx context.Context, endpoint string, rep report) ([]row, error) {
 	}{
 		{"this kit, per record (claim + effect, one transaction)", false, func(su *setup, processed string) (strategy, error) {
 			store, err := idem.New(su.client, processed, quietStore)
-			return newSQSKit(store, su.accounts, false), err
+			if err != nil {
+				return nil, err
+			}
+			return newSQSKit(store, su.accounts, false)
 		}},
 		{"this kit, batch transactions", true, func(su *setup, processed string) (strategy, error) {
 			store, err := idem.New(su.client, processed, quietStore)
-			return newSQSKit(store, su.accounts, true), err
+			if err != nil {
+				return nil, err
+			}
+			return newSQSKit(store, su.accounts, true)
 		}},
 		{"check-then-act (Get, effect, Put)", false, func(su *setup, processed string) (strategy, error) {
 			return &checkThenAct{c: su.client, processed: processed, accounts: su.accounts}, nil

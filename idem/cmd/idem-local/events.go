@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
 // message is one message of the demo, delivered several times.
@@ -25,8 +27,9 @@ type message struct {
 	headers map[string]string
 	body    []byte
 	attrs   map[string]sqstypes.MessageAttributeValue
-	// fileKey is what else names an SQS record in its file: its FIFO
-	// MessageDeduplicationId, else its messageId.
+	// fileKey is what else names an SQS record in its file: its FIFO key
+	// (sqsconsumer.DeduplicationKey, as the queue function reads it), else
+	// its messageId.
 	fileKey string
 	// key is the message's idempotency key as the demo reads it, for
 	// display and to count each message's effect once.
@@ -136,7 +139,9 @@ func readEvents(dir string) ([]message, []string, error) {
 					continue
 				}
 				m := message{from: filepath.Base(f), kind: "sqs", body: []byte(r.Body), attrs: map[string]sqstypes.MessageAttributeValue{}, fileKey: r.MessageId}
-				if d := r.Attributes["MessageDeduplicationId"]; d != "" {
+				// The key the function would read, so that the copies
+				// the demo sends carry it in IdempotencyKey.
+				if d, _ := sqsconsumer.DeduplicationKey(r); d != "" {
 					m.fileKey = "dedup:" + d
 				}
 				for k, a := range r.MessageAttributes {

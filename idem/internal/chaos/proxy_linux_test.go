@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,13 @@ const (
 	// holdRequest SIGSTOPs the function and keeps its transaction unsent
 	// until Release: a request that reaches DynamoDB after its invoke died.
 	holdRequest
+	// cutAnswer sends the transaction, lets it commit, and answers with
+	// DynamoDB's status and headers but half its body before closing the
+	// connection: the function reads an unexpected EOF, its answer lost
+	// outside the API. It needs no victim. A resend of the request (the
+	// same ClientRequestToken, as the SDK's retries carry) is cut too, so
+	// an SDK that retried could not turn the fault into a clean answer.
+	cutAnswer
 )
 
 // proxy stands between a function and DynamoDB and acts on the function
@@ -58,6 +66,9 @@ type proxy struct {
 	acted  chan struct{} // closed once the plan has run
 
 	inflight atomic.Int32 // requests being served
+
+	cutToken string // cutAnswer's request, by its ClientRequestToken
+	cuts     int    // answers cut
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -94,7 +105,9 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	var acted chan struct{}
 	if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
 		p.mu.Lock()
-		if p.plan != pass {
+		if p.cutToken != "" && requestToken(body) == p.cutToken {
+			a = cutAnswer
+		} else if p.plan != pass {
 			if p.skip > 0 {
 				p.skip--
 			} else {
@@ -102,13 +115,23 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 				p.plan = pass
 			}
 		}
+		if a == cutAnswer {
+			p.cutToken = requestToken(body)
+			p.cuts++
+		}
 		p.mu.Unlock()
 	}
 	if a == pass {
 		p.forward(w, r, body)
 		return
 	}
-	defer close(acted)
+	if acted != nil {
+		defer close(acted)
+	}
+	if a == cutAnswer {
+		p.cut(w, r, body)
+		return
+	}
 	v, err := victim()
 	if err != nil {
 		p.t.Errorf("proxy: no function process to act on: %v", err)
@@ -203,6 +226,37 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+}
+
+// cut forwards the request, then writes DynamoDB's status and headers and
+// the first half of its body, and drops the connection.
+func (p *proxy) cut(w http.ResponseWriter, r *http.Request, body []byte) {
+	answer := httptest.NewRecorder()
+	p.forward(answer, r, body)
+	for k, vs := range answer.Header() {
+		w.Header()[k] = vs
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(answer.Body.Len()))
+	w.WriteHeader(answer.Code)
+	_, _ = w.Write(answer.Body.Bytes()[:answer.Body.Len()/2])
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// cutAnswers is how many answers cutAnswer cut: more than one if the SDK
+// resent the request.
+func (p *proxy) cutAnswers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cuts
+}
+
+func requestToken(body []byte) string {
+	var in struct{ ClientRequestToken string }
+	_ = json.Unmarshal(body, &in)
+	return in.ClientRequestToken
 }
 
 // discard is a ResponseWriter that keeps nothing: an answer no one reads.

@@ -100,10 +100,14 @@ func newSQSRun(t *testing.T, store *idem.Store, tb *tables, msgs []*message, q f
 			ds = append(ds, &sqsDelivery{m: m, rec: rec})
 		}
 	}
-	return &sqsRun{t: t, q: q(ds), handlers: [2]func(context.Context, events.SQSEvent) (events.SQSEventResponse, error){
-		sqsconsumer.New(store, h),
-		sqsconsumer.New(store, h, func(o *sqsconsumer.Options) { o.BatchTransactions = true }),
-	}}
+	r := &sqsRun{t: t, q: q(ds)}
+	for i, batch := range []bool{false, true} {
+		var err error
+		if r.handlers[i], err = sqsconsumer.New(store, h, func(o *sqsconsumer.Options) { o.BatchTransactions = batch }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
 }
 
 // distinctIDs keeps two records with one messageId out of a batch: SQS

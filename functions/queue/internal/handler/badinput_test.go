@@ -38,7 +38,10 @@ func TestBadBodiesFailWithTheirReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := handler.New(store, accounts)
+	h, err := handler.New(store, accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, body, reason string
 	}{

@@ -43,7 +43,10 @@ func FuzzRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := handler.New(store, "accounts")
+	h, err := handler.New(store, "accounts")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, id, body, attr, dedup string, fifo bool) {
 		arn := "arn:aws:sqs:us-east-1:123456789012:credits"
 		rec := events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs"}
@@ -61,7 +64,7 @@ func FuzzRecord(f *testing.F) {
 		case attr != "":
 			want = attr
 		case fifo && dedup != "":
-			want = dedup
+			want = "g/" + dedup
 		case perr == nil && c.ID != "":
 			want = c.ID
 		}

@@ -15,8 +15,9 @@ import (
 
 // New returns the queue function's batch handler: each record's body is
 // parsed with credit.Parse (a malformed body fails the record, and the
-// reason is logged) and credits its account in accountsTable.
-func New(store *idem.Store, accountsTable string) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+// reason is logged) and credits its account in accountsTable. Its error is
+// sqsconsumer.New's.
+func New(store *idem.Store, accountsTable string) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	return sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		c, err := credit.Parse([]byte(rec.Body))
 		if err != nil {
@@ -27,7 +28,8 @@ func New(store *idem.Store, accountsTable string) func(context.Context, events.S
 }
 
 // Key is the first of: the message attribute IdempotencyKey, a FIFO
-// queue's MessageDeduplicationId, the body's "id", the record's messageId.
+// queue's message group and MessageDeduplicationId
+// (sqsconsumer.DeduplicationKey), the body's "id", the record's messageId.
 // A body that does not parse has no "id" here; its handler reports why.
 func Key(rec events.SQSMessage) (string, error) { return key(rec) }
 

@@ -19,7 +19,7 @@ func TestKeyOrder(t *testing.T) {
 		want string
 	}{
 		{"attribute before all", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo, MessageAttributes: withAttr}, "order-77"},
-		{"deduplication id before body id", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo}, "dedup-1"},
+		{"group and deduplication id before body id", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo}, "acc-9/dedup-1"},
 		{"body id before messageId", events.SQSMessage{MessageId: "m", Body: body}, "evt_001"},
 		{"messageId when the body has no id", events.SQSMessage{MessageId: "m", Body: `{"account": "acc-9", "cents": 500}`}, "m"},
 		{"messageId when the body is malformed", events.SQSMessage{MessageId: "m", Body: `{"id": "evt_001", "account": "acc-9", "cents": 0}`}, "m"},
