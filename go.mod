@@ -1,6 +1,8 @@
 module github.com/idemkit/kit
 
-go 1.26.6
+// go 1.26: aws-lambda-go v1.55.1's own go line (aws-sdk-go-v2 and smithy-go need 1.24, the
+// library's code 1.25: sync.WaitGroup.Go). The emulator (Go 1.26.6) is built outside this module.
+go 1.26.0
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
@@ -18,7 +20,6 @@ require (
 )
 
 require (
-	github.com/aws/aws-lambda-runtime-interface-emulator v0.0.0-20261030222936-bef5c4ba774d // indirect
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.9 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.12 // indirect
@@ -31,18 +32,4 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
-	github.com/davecgh/go-spew v1.1.1 // indirect
-	github.com/go-chi/chi v1.5.5 // indirect
-	github.com/go-chi/chi/v5 v5.4.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
-	github.com/jessevdk/go-flags v1.5.0 // indirect
-	github.com/orcaman/concurrent-map v1.0.0 // indirect
-	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1 // indirect
-	github.com/sirupsen/logrus v1.9.3 // indirect
-	github.com/stretchr/objx v0.5.2 // indirect
-	github.com/stretchr/testify v1.9.0 // indirect
-	golang.org/x/sys v0.14.0 // indirect
 )
-
-tool github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie

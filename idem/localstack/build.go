@@ -3,6 +3,7 @@ package localstack
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,9 +12,15 @@ import (
 	"strings"
 )
 
-// RIEPackage is the Go package of the Lambda Runtime Interface Emulator,
-// a tool of this module (go.mod's tool directive).
-const RIEPackage = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
+// The Lambda Runtime Interface Emulator the functions run under locally:
+// its command's package and the one version the tooling builds, written
+// here only. BuildRIE builds it with `go install RIEPackage@RIEVersion`,
+// outside this module, so neither it nor its modules enter this module's
+// go.mod, nor a user's module graph.
+const (
+	RIEPackage = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
+	RIEVersion = "v0.0.0-20261030222936-bef5c4ba774d"
+)
 
 // buildFunction builds a function's bootstrap for this machine as `sam
 // build` builds it for Lambda. With BuildMethod makefile that is the same
@@ -60,19 +67,88 @@ func codeDir(o *Options, props map[string]any) string {
 	return filepath.Join(filepath.Dir(o.Template), uri)
 }
 
-// buildRIE builds the emulator once, into the build directory.
+// buildRIE is Options.RIE, or the emulator BuildRIE builds into the build
+// directory.
 func buildRIE(ctx context.Context, o *Options) (string, error) {
 	if o.RIE != "" {
 		return o.RIE, nil
 	}
-	path := filepath.Join(o.BuildDir, "aws-lambda-rie")
-	cmd := exec.CommandContext(ctx, o.Go, "build", "-o", path, RIEPackage)
-	cmd.Dir = filepath.Dir(o.Template)
-	// Without cgo, as the functions are built: the standard library's
-	// packages are then compiled once for both.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return BuildRIE(ctx, o.Go, o.BuildDir)
+}
+
+// BuildRIE builds the emulator, RIEPackage at RIEVersion, for this machine
+// into dir/aws-lambda-rie and returns that path. An emulator built from
+// RIEVersion for this machine there already is kept, so a build directory
+// builds it once. goCmd is the go command; "" is "go".
+//
+// The build is `go install RIEPackage@RIEVersion`: it reads no go.mod of
+// this module or the caller's, and needs the module from the Go module
+// proxy (or the module cache) and Go 1.26.6 or later, the emulator's go
+// line (with GOTOOLCHAIN=auto the go command fetches such a toolchain).
+func BuildRIE(ctx context.Context, goCmd, dir string) (string, error) {
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	path := filepath.Join(dir, "aws-lambda-rie")
+	if rieBuilt(path) {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("localstack: %w", err)
+	}
+	// go install writes into a directory of this build's own, then the
+	// binary is renamed into place: builds racing on one directory each
+	// leave a whole binary.
+	tmp, err := os.MkdirTemp(dir, ".aws-lambda-rie-")
+	if err != nil {
+		return "", fmt.Errorf("localstack: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.CommandContext(ctx, goCmd, "install", RIEPackage+"@"+RIEVersion)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(),
+		"GOBIN="+tmp,
+		// For the machine that runs it (GOBIN refuses a cross-compiled
+		// binary), and without cgo, as the functions are built: the
+		// standard library's packages are then compiled once for both.
+		"GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0",
+		// pkg@version builds outside any module or workspace; a -mod or
+		// -modfile flag meant for the caller's module would stop it.
+		"GOWORK=off", "GOFLAGS="+installFlags(os.Getenv("GOFLAGS")))
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("localstack: build the Lambda Runtime Interface Emulator: %w\n%s", err, bytes.TrimSpace(b))
+		return "", fmt.Errorf("localstack: build the Lambda Runtime Interface Emulator: %s: %w\n%s", strings.Join(cmd.Args, " "), err, bytes.TrimSpace(b))
+	}
+	if err := os.Rename(filepath.Join(tmp, "aws-lambda-rie"), path); err != nil {
+		return "", fmt.Errorf("localstack: build the Lambda Runtime Interface Emulator: %w", err)
 	}
 	return path, nil
+}
+
+// rieBuilt reports whether path is an emulator built from RIEVersion for
+// this machine.
+func rieBuilt(path string) bool {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil || info.Path != RIEPackage || info.Main.Version != RIEVersion {
+		return false
+	}
+	want := map[string]string{"GOOS": runtime.GOOS, "GOARCH": runtime.GOARCH, "CGO_ENABLED": "0"}
+	for _, s := range info.Settings {
+		if v, ok := want[s.Key]; ok && v != s.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// installFlags are GOFLAGS less the flags that name the main module's
+// go.mod or vendor directory, which `go install pkg@version` rejects.
+func installFlags(goflags string) string {
+	var keep []string
+	for _, f := range strings.Fields(goflags) {
+		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if name != "mod" && name != "modfile" {
+			keep = append(keep, f)
+		}
+	}
+	return strings.Join(keep, " ")
 }

@@ -31,8 +31,8 @@ func newSQS(endpoint, region string) *sqs.Client {
 }
 
 // environ is a function's whole environment: what Lambda sets, the
-// template's variables, the local endpoints and credentials, the local
-// secrets, and Options.Env.
+// template's variables, the local endpoints (over the template's) and
+// credentials, the local secrets, and Options.Env.
 func (s *Stack) environ(spec *FunctionSpec, bootstrap string) []string {
 	o := s.Options
 	env := map[string]string{
@@ -51,10 +51,6 @@ func (s *Stack) environ(spec *FunctionSpec, bootstrap string) []string {
 		"AWS_REGION":                  o.Region,
 		"AWS_DEFAULT_REGION":          o.Region,
 		"AWS_EC2_METADATA_DISABLED":   "true",
-		"AWS_ENDPOINT_URL_DYNAMODB":   s.DynamoDBEndpoint,
-	}
-	if s.SQSEndpoint != "" {
-		env["AWS_ENDPOINT_URL_SQS"] = s.SQSEndpoint
 	}
 	key, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
 	if key == "" || secret == "" || (o.DynamoDBEndpoint == "" && o.SQSEndpoint == "") {
@@ -69,6 +65,13 @@ func (s *Stack) environ(spec *FunctionSpec, bootstrap string) []string {
 	}
 	for k, v := range spec.Env {
 		env[k] = v
+	}
+	// The local endpoints over the template's: a template declares
+	// AWS_ENDPOINT_URL_DYNAMODB empty (AWS's endpoint) for sam local to
+	// override, and the tables are where the stack made them.
+	env["AWS_ENDPOINT_URL_DYNAMODB"] = s.DynamoDBEndpoint
+	if s.SQSEndpoint != "" {
+		env["AWS_ENDPOINT_URL_SQS"] = s.SQSEndpoint
 	}
 	for name, v := range o.Secrets {
 		_, a := spec.Env[name]

@@ -77,8 +77,8 @@ type Options struct {
 	// none.
 	Bootstraps map[string]string
 
-	// RIE is the path of an aws-lambda-rie binary. Defaults to one built
-	// from this module's tool dependency.
+	// RIE is the path of an aws-lambda-rie binary. Defaults to the one
+	// BuildRIE builds (RIEPackage at RIEVersion) into BuildDir.
 	RIE string
 
 	// Go and Make are the commands that build. Default to "go" and "make".

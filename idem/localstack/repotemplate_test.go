@@ -64,6 +64,14 @@ func TestRepositoryTemplate(t *testing.T) {
 		if lvl, ok := lf["ApplicationLogLevel"].(string); !ok || !slices.Contains([]string{"TRACE", "DEBUG", "INFO"}, lvl) {
 			t.Errorf("%s: want LoggingConfig ApplicationLogLevel TRACE, DEBUG or INFO (a literal), got %v: the EMF metrics are INFO lines", id, lf["ApplicationLogLevel"])
 		}
+		// The endpoint variable sam local's --env-vars overrides: declared,
+		// and empty unless a parameter says otherwise, so that a deployed
+		// function keeps AWS's endpoint.
+		vars := mapOf(mapOf(p["Environment"])["Variables"])
+		ref, _ := mapOf(vars["AWS_ENDPOINT_URL_DYNAMODB"])["Ref"].(string)
+		if param, ok := tmpl.Parameters[ref]; !ok || param.Type != "String" || param.Default != "" {
+			t.Errorf("%s: want AWS_ENDPOINT_URL_DYNAMODB: !Ref <a String parameter with Default \"\">, got %v (parameter %+v)", id, vars["AWS_ENDPOINT_URL_DYNAMODB"], tmpl.Parameters[ref])
+		}
 		timeout, _ := number(p["Timeout"])
 		for name, e := range mapOf(p["Events"]) {
 			em := mapOf(e)
@@ -104,6 +112,61 @@ func TestRepositoryTemplate(t *testing.T) {
 	for _, id := range tmpl.OfType(typeFunction) {
 		if _, ok := tmpl.Resources[id].Properties["Policies"]; ok {
 			t.Errorf("%s: SAM Policies would come with SAM's default role; give it its own Role", id)
+		}
+	}
+}
+
+// TestEnvVarsFile checks events/env.json, sam local's --env-vars file,
+// against the template: sam local overrides only the variables a function
+// declares and drops any other name without a word, so each name must be
+// declared (a global one by some function), and it must point the
+// functions at DynamoDB Local with the README's table names.
+func TestEnvVarsFile(t *testing.T) {
+	tmpl, err := ReadTemplate("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../events/env.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string]map[string]string
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatalf("events/env.json: %v", err)
+	}
+	declared := map[string]map[string]bool{} // function → variable names
+	for _, id := range tmpl.OfType(typeFunction) {
+		declared[id] = map[string]bool{}
+		for name := range mapOf(mapOf(tmpl.FunctionProperties(id)["Environment"])["Variables"]) {
+			declared[id][name] = true
+		}
+	}
+	for section, vars := range file {
+		for name := range vars {
+			if section != "Parameters" {
+				if _, ok := declared[section]; !ok {
+					t.Errorf("events/env.json: %s is no function of the template", section)
+				} else if !declared[section][name] {
+					t.Errorf("events/env.json: %s.%s is not declared by %s: sam local would ignore it", section, name, section)
+				}
+				continue
+			}
+			var found bool
+			for _, names := range declared {
+				found = found || names[name]
+			}
+			if !found {
+				t.Errorf("events/env.json: Parameters.%s is declared by no function: sam local would ignore it", name)
+			}
+		}
+	}
+	for name, want := range map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000",
+		"PROCESSED_TABLE":           "idem-local-ProcessedTable",
+		"ACCOUNTS_TABLE":            "idem-local-AccountsTable",
+	} {
+		if got := file["Parameters"][name]; got != want {
+			t.Errorf("events/env.json: Parameters.%s: expect %q, got %q", name, want, got)
 		}
 	}
 }

@@ -51,8 +51,8 @@ func coldStarts(ctx context.Context, endpoint, root string, n int) ([]coldStart,
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	rie := filepath.Join(dir, "aws-lambda-rie")
-	if err := command(ctx, root, nil, goCmd, "build", "-o", rie, localstack.RIEPackage); err != nil {
+	rie, err := localstack.BuildRIE(ctx, goCmd, dir)
+	if err != nil {
 		return nil, err
 	}
 	c := idemtest.NewClient(endpoint)

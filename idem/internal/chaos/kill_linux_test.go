@@ -189,8 +189,9 @@ func buildFunctions(t *testing.T) binaries {
 	b := binaries{rie: filepath.Join(dir, "aws-lambda-rie"), queue: filepath.Join(dir, "queue", "bootstrap"), webhook: filepath.Join(dir, "webhook", "bootstrap")}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
+	// The emulator from its pinned version, outside this module's go.mod.
+	wg.Go(func() { _, errs[2] = localstack.BuildRIE(context.Background(), "go", dir) })
 	for i, args := range [][]string{
-		{"build", "-o", b.rie, localstack.RIEPackage},
 		{"build", "-tags", "lambda.norpc", "-o", b.queue, "./functions/queue"},
 		{"build", "-tags", "lambda.norpc", "-o", b.webhook, "./functions/webhook"},
 	} {
