@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -235,7 +234,7 @@ func TestProcessBatchMatchesProcess(t *testing.T) {
 		e := newEnv(t)
 		var logBuf, metricBuf bytes.Buffer
 		store, err := idem.New(e.client, e.processed, func(o *idem.Options) {
-			o.Metrics = &metricBuf
+			o.Observers = []idem.Observer{idemtest.EMF(t, &metricBuf)}
 			o.Logger = slog.New(slog.NewJSONHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		})
 		if err != nil {
@@ -329,7 +328,7 @@ func TestProcessBatchUnderFaults(t *testing.T) {
 		idemtest.FaultTruncatedResponse: 0.07,
 	}}
 	e := newEnv(t)
-	store, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	store, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +456,7 @@ func TestProcessBatchRetries(t *testing.T) {
 				return tc.answer(calls, claims, actions)
 			})
 			store, err := idem.New(fake, "processed", func(o *idem.Options) {
-				o.Metrics, o.MaxAttempts, o.BackoffBase, o.BackoffMax = io.Discard, 3, time.Microsecond, time.Microsecond
+				o.MaxAttempts, o.BackoffBase, o.BackoffMax = 3, time.Microsecond, time.Microsecond
 				if tc.deadline {
 					o.BackoffBase = time.Second
 				}
@@ -503,7 +502,7 @@ func ExampleStore_ProcessBatch() {
 	if !ok {
 		return
 	}
-	store, err := idem.New(client, processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	store, err := idem.New(client, processed, func(o *idem.Options) {})
 	if err != nil {
 		panic(err)
 	}

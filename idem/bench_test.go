@@ -60,7 +60,6 @@ func BenchmarkProcess(b *testing.B) {
 	}{{"first", &fakeTx{}}, {"duplicate", &fakeTx{dup: dup}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			store, err := idem.New(bc.fake, "processed", func(o *idem.Options) {
-				o.Metrics = io.Discard
 				o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 			})
 			if err != nil {
@@ -85,7 +84,7 @@ func BenchmarkCallsPerDelivery(b *testing.B) {
 	c := idemtest.Client(b, calls.Option)
 	processed := idemtest.ProcessedTable(b, c)
 	accounts := idemtest.CreateTable(b, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-	store, err := idem.New(c, processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	store, err := idem.New(c, processed, func(o *idem.Options) {})
 	if err != nil {
 		b.Fatal(err)
 	}

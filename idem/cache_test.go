@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -98,7 +97,7 @@ func TestCacheInBatches(t *testing.T) {
 		}
 	}
 	// A Store of its own, as another environment: not cached there.
-	other, err := idem.New(e.client, e.processed, func(o *idem.Options) { o.CacheSize, o.Metrics = 100, io.Discard })
+	other, err := idem.New(e.client, e.processed, func(o *idem.Options) { o.CacheSize = 100 })
 	if err != nil {
 		t.Fatal(err)
 	}

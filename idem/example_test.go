@@ -3,7 +3,6 @@ package idem_test
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -22,7 +21,7 @@ func Example() {
 	if !ok {
 		return
 	}
-	store, err := idem.New(client, processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	store, err := idem.New(client, processed, func(o *idem.Options) {})
 	if err != nil {
 		panic(err)
 	}

@@ -3,7 +3,6 @@ package idem_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -24,7 +23,7 @@ func TestFaultsNeverApplyTwice(t *testing.T) {
 		idemtest.FaultTruncatedResponse: 0.07,
 	}}
 	e := newEnv(t)
-	store, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	store, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,9 @@ package idem
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"runtime/debug"
-	"strconv"
-	"sync"
 	"time"
 )
 
@@ -42,14 +38,10 @@ type observer struct {
 	observers []Observer
 	log       *slog.Logger
 	now       func() time.Time
-	namespace string
-	mu        sync.Mutex // one EMF line at a time
-	metrics   io.Writer
-	buf       []byte
 }
 
 func newObserver(o *Options) observer {
-	return observer{observers: o.Observers, log: o.Logger, now: o.Now, namespace: o.MetricsNamespace, metrics: o.Metrics}
+	return observer{observers: o.Observers, log: o.Logger, now: o.Now}
 }
 
 // OutcomeOf names the outcome of a Process call, as logged and counted.
@@ -101,7 +93,6 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key
 		}
 		o.log.LogAttrs(ctx, level, "idem: "+string(outcome), attrs...)
 	}
-	o.emit(outcome, msg.Source)
 	if len(o.observers) > 0 {
 		ob := Observation{Outcome: outcome, Message: msg, Key: key, Result: res, Err: err, Time: o.now()}
 		for _, x := range o.observers {
@@ -119,45 +110,4 @@ func (o *observer) tell(ctx context.Context, x Observer, ob Observation) {
 		}
 	}()
 	x.Observe(ctx, ob)
-}
-
-// emit writes one CloudWatch Embedded Metric Format record:
-// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
-func (o *observer) emit(outcome Outcome, source string) {
-	if o.metrics == io.Discard {
-		return
-	}
-	if source == "" {
-		source = "unknown"
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	b := o.buf[:0]
-	b = append(b, `{"_aws":{"Timestamp":`...)
-	b = strconv.AppendInt(b, o.now().UnixMilli(), 10)
-	b = append(b, `,"CloudWatchMetrics":[{"Namespace":`...)
-	b = appendJSONString(b, o.namespace)
-	b = append(b, `,"Dimensions":[["Source"]],"Metrics":[{"Name":"`...)
-	b = append(b, outcome...)
-	b = append(b, `","Unit":"Count"}]}]},"Source":`...)
-	b = appendJSONString(b, source)
-	b = append(b, `,"`...)
-	b = append(b, outcome...)
-	b = append(b, "\":1}\n"...)
-	o.buf = b
-	_, _ = o.metrics.Write(b)
-}
-
-// appendJSONString appends s as a JSON string; plain ASCII, the usual case,
-// without allocating.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 )
 
 // TestLogsAndMetricsPerOutcome checks one EMF record and one log record per
@@ -23,7 +23,7 @@ func TestLogsAndMetricsPerOutcome(t *testing.T) {
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	store, err := idem.New(e.client, e.processed, func(o *idem.Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		o.Metrics = &metrics
+		o.Observers = []idem.Observer{idemtest.EMF(t, &metrics)}
 		o.Now = func() time.Time { return now }
 	})
 	if err != nil {
@@ -110,7 +110,7 @@ func TestRefusalIsCountedApartFromFailure(t *testing.T) {
 	var logs, metrics bytes.Buffer
 	store, err := idem.New(&scripted{}, "processed", func(o *idem.Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
-		o.Metrics = &metrics
+		o.Observers = []idem.Observer{idemtest.EMF(t, &metrics)}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,6 @@ func TestObserversHearEachOutcomeOnce(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	store, err := idem.New(e.client, e.processed, func(o *idem.Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
-		o.Metrics = io.Discard
 		o.Observers = []idem.Observer{panicky{}, rec}
 		o.Now = func() time.Time { return now }
 	})

@@ -1,9 +1,7 @@
 package idem
 
 import (
-	"io"
 	"log/slog"
-	"os"
 	"time"
 )
 
@@ -73,24 +71,9 @@ type Options struct {
 	Logger *slog.Logger
 
 	// Observers are told of every outcome, once, after the Logger's
-	// record: emf.New(os.Stdout) for CloudWatch metrics, or your own.
-	// Defaults to none.
+	// record: an emf.Writer on os.Stdout for CloudWatch metrics (the
+	// idem/emf package), or your own. Defaults to none.
 	Observers []Observer
-
-	// Metrics receives one CloudWatch Embedded Metric Format line per outcome,
-	// with the message's Source as the dimension. Lambda sends stdout to
-	// CloudWatch Logs, which extracts the metrics. The lines carry no
-	// "level", which Lambda's JSON log format reads as INFO: an
-	// ApplicationLogLevel of WARN or above drops them (and the alarms on
-	// them), so keep it at INFO or below. Defaults to os.Stdout; use
-	// io.Discard to turn metrics off.
-	Metrics io.Writer
-
-	// MetricsNamespace is the CloudWatch namespace of the metrics: 1 to 255
-	// printable ASCII characters, not all spaces, not starting with ":" or
-	// "AWS/" (CloudWatch refuses such a namespace, and with it the metric).
-	// Defaults to "Idem".
-	MetricsNamespace string
 }
 
 // AttributeNames are the claim record's attribute names.
@@ -163,12 +146,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.Metrics == nil {
-		o.Metrics = os.Stdout
-	}
-	if o.MetricsNamespace == "" {
-		o.MetricsNamespace = "Idem"
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,7 +33,7 @@ func newEnv(t *testing.T, optFns ...func(*idem.Options)) *env {
 	t.Helper()
 	te := idemtest.NewEnv(t, optFns...)
 	e := &env{client: te.Client, calls: te.Calls, processed: te.Processed, accounts: te.Accounts}
-	quiet := func(o *idem.Options) { o.Metrics = io.Discard }
+	quiet := func(o *idem.Options) {}
 	store, err := idem.New(e.client, e.processed, append([]func(*idem.Options){quiet}, optFns...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ package idem_test
 import (
 	"context"
 	"errors"
-	"io"
 	"testing"
 	"time"
 
@@ -78,14 +77,14 @@ func TestAnswersAndRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := &scripted{errs: tc.errs}
 			store, err := idem.New(fake, "processed", func(o *idem.Options) {
-				o.Metrics, o.MaxAttempts, o.BackoffBase, o.BackoffMax = io.Discard, 3, time.Microsecond, time.Microsecond
+				o.MaxAttempts, o.BackoffBase, o.BackoffMax = 3, time.Microsecond, time.Microsecond
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
 			if tc.deadline > 0 {
-				store, _ = idem.New(fake, "processed", func(o *idem.Options) { o.Metrics, o.BackoffBase = io.Discard, time.Second })
+				store, _ = idem.New(fake, "processed", func(o *idem.Options) { o.BackoffBase = time.Second })
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
 				defer cancel()
@@ -144,7 +143,7 @@ func TestDefaultsAreApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := store.Options()
-	if o.RetentionDays != 30 || o.Retention() != 30*24*time.Hour || o.Attributes != idem.DefaultAttributes || o.MaxAttempts != 5 || o.MetricsNamespace != "Idem" {
+	if o.RetentionDays != 30 || o.Retention() != 30*24*time.Hour || o.Attributes != idem.DefaultAttributes || o.MaxAttempts != 5 {
 		t.Errorf("unexpected defaults: %+v", o)
 	}
 	single, _ := idem.New(&scripted{}, "t", func(o *idem.Options) { o.Attributes.SortKey = "sk" })
@@ -159,7 +158,7 @@ func TestDefaultsAreApplied(t *testing.T) {
 func TestEachAttemptIsANewTransaction(t *testing.T) {
 	fake := &scripted{errs: []error{cancelled("TransactionConflict", "None"), cancelled("TransactionConflict", "None")}}
 	store, err := idem.New(fake, "processed", func(o *idem.Options) {
-		o.Metrics, o.BackoffBase, o.BackoffMax = io.Discard, time.Microsecond, time.Microsecond
+		o.BackoffBase, o.BackoffMax = time.Microsecond, time.Microsecond
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +183,7 @@ func TestEachAttemptIsANewTransaction(t *testing.T) {
 func TestHugeBackoffDoesNotOverflow(t *testing.T) {
 	fake := &scripted{errs: []error{cancelled("TransactionConflict"), cancelled("TransactionConflict")}}
 	store, err := idem.New(fake, "processed", func(o *idem.Options) {
-		o.Metrics, o.BackoffBase, o.BackoffMax = io.Discard, time.Duration(1<<62), time.Microsecond
+		o.BackoffBase, o.BackoffMax = time.Duration(1<<62), time.Microsecond
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -264,12 +264,8 @@ func valueSize(v types.AttributeValue) int {
 	}
 }
 
-// CloudWatch's limits on what the metrics carry (API reference, "Dimension"
-// and "Metric").
-const (
-	maxDimensionValueBytes = 1024
-	maxNamespaceBytes      = 255
-)
+// CloudWatch's limit on a dimension value (API reference, "Dimension").
+const maxDimensionValueBytes = 1024
 
 // CheckSource says why source cannot be a message's Source for this Store:
 // it is the metrics' dimension value, which CloudWatch takes as 1 to 1,024
@@ -306,14 +302,8 @@ func checkMetricName(what, v string, max int) error {
 	return nil
 }
 
-// checkOptions refuses, at New, options the metrics or the keys cannot take.
+// checkOptions refuses, at New, options the keys cannot take.
 func checkOptions(o *Options) error {
-	if err := checkMetricName("MetricsNamespace", o.MetricsNamespace, maxNamespaceBytes); err != nil {
-		return err
-	}
-	if o.MetricsNamespace[0] == ':' || strings.HasPrefix(o.MetricsNamespace, "AWS/") {
-		return fmt.Errorf("MetricsNamespace %q starts with \":\" or \"AWS/\", which CloudWatch refuses", o.MetricsNamespace)
-	}
 	if strings.Contains(o.Scope, "#") {
 		return fmt.Errorf("Scope %q holds a \"#\": the first \"#\" of a claim key ends its scope", o.Scope)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -24,7 +23,7 @@ func ExampleWrap_eventBridge() {
 	if !ok {
 		return
 	}
-	store, err := idem.New(client, processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	store, err := idem.New(client, processed, func(o *idem.Options) {})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -64,7 +63,7 @@ func ExampleWrap_directInvoke() {
 	if !ok {
 		return
 	}
-	store, err := idem.New(client, processed, func(o *idem.Options) { o.Metrics = io.Discard })
+	store, err := idem.New(client, processed, func(o *idem.Options) {})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -71,7 +70,6 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 			accounts := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
 			var logs bytes.Buffer
 			store, err := idem.New(c, processed, func(o *idem.Options) {
-				o.Metrics = io.Discard
 				o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 			})
 			if err != nil {

@@ -4,18 +4,14 @@
 package main
 
 import (
-	"context"
 	"log"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemkit/kit/functions/internal/awsenv"
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/functions/queue/internal/handler"
-	"github.com/idemkit/kit/idem"
 )
 
 func main() {
@@ -23,13 +19,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg, err := config.LoadDefaultConfig(context.Background()) // honours AWS_ENDPOINT_URL_DYNAMODB
+	cfg, err := awsenv.Config(nil) // the Region and role credentials Lambda sets
 	if err != nil {
 		log.Fatal(err)
 	}
-	// JSON logs on stderr; the kit's EMF metrics go to stdout.
-	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
-	store, err := idem.New(dynamodb.NewFromConfig(cfg), env.ProcessedTable, func(o *idem.Options) { o.RetentionDays = env.RetentionDays })
+	store, err := credit.NewStore(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "DYNAMODB") }), env) // Lambda's JSON logs, EMF metrics
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -82,7 +81,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 	c := idemtest.Client(t)
 	processed := idemtest.ProcessedTable(t, c)
 	accounts := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-	store, err := idem.New(c, processed, func(o *idem.Options) { o.Metrics = io.Discard; o.Logger = slog.New(slog.DiscardHandler) })
+	store, err := idem.New(c, processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,14 +8,13 @@ import (
 	"log"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/idemkit/kit/functions/internal/awsenv"
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/functions/webhook/internal/routes"
-	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -25,15 +24,18 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg, err := config.LoadDefaultConfig(ctx) // honours AWS_ENDPOINT_URL_DYNAMODB
+	cfg, err := awsenv.Config(nil) // the Region and role credentials Lambda sets
 	if err != nil {
 		log.Fatal(err)
 	}
-	store, err := idem.New(dynamodb.NewFromConfig(cfg), env.ProcessedTable, func(o *idem.Options) { o.RetentionDays = env.RetentionDays })
+	store, err := credit.NewStore(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "DYNAMODB") }), env) // Lambda's JSON logs, EMF metrics
 	if err != nil {
 		log.Fatal(err)
 	}
-	secrets := webhook.SecretEnv{Parameters: ssm.NewFromConfig(cfg), Secrets: secretsmanager.NewFromConfig(cfg)}
+	secrets := webhook.SecretEnv{
+		Parameters: ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "SSM") }),
+		Secrets:    secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "SECRETS_MANAGER") }),
+	}
 	mux, err := routes.New(ctx, store, env.AccountsTable, secrets)
 	if err != nil {
 		log.Fatal(err)

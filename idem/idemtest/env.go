@@ -1,12 +1,14 @@
 package idemtest
 
 import (
+	"io"
 	"os"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/emf"
 )
 
 // Main is a package's whole TestMain: it runs the tests, then stops the
@@ -53,4 +55,15 @@ func (e *Env) Balance(tb testing.TB, account string) int64 {
 func (e *Env) Claims(tb testing.TB) int {
 	tb.Helper()
 	return ItemCount(tb, e.Client, e.Processed)
+}
+
+// EMF is an emf.Writer of the kit's metric lines to w, for tests that read
+// the outcomes a Store counted.
+func EMF(tb testing.TB, w io.Writer) idem.Observer {
+	tb.Helper()
+	m, err := emf.New(w)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
 }

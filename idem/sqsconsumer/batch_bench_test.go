@@ -3,7 +3,6 @@ package sqsconsumer_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 
@@ -21,7 +20,6 @@ import (
 func BenchmarkSQSAdapterBatchTransactions(b *testing.B) {
 	store, err := idem.New(acceptAll{}, "processed", func(o *idem.Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
-		o.Metrics = io.Discard
 	})
 	if err != nil {
 		b.Fatal(err)

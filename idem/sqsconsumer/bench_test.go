@@ -3,7 +3,6 @@ package sqsconsumer_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 
@@ -29,7 +28,6 @@ func (acceptAll) TransactWriteItems(context.Context, *dynamodb.TransactWriteItem
 func BenchmarkSQSAdapter(b *testing.B) {
 	store, err := idem.New(acceptAll{}, "processed", func(o *idem.Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
-		o.Metrics = io.Discard
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -169,7 +168,6 @@ func FuzzBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id, body, dataType, value, dedup, group string, fifo bool, copies uint8, batch bool, fail uint8) {
 		claims := &fuzzClaims{held: map[string]map[string]types.AttributeValue{}, fail: fail}
 		store, err := idem.New(claims, "processed", func(o *idem.Options) {
-			o.Metrics = io.Discard
 			o.Logger = slog.New(slog.DiscardHandler)
 			o.MaxAttempts = 1
 		})

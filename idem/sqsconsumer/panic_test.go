@@ -121,7 +121,7 @@ func TestStorePanicFailsRecordsNotTheProcess(t *testing.T) {
 			e.processed = idemtest.ProcessedTable(t, c)
 			e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
 			store, err := idem.New(c, e.processed, func(o *idem.Options) {
-				o.Metrics = &e.metrics
+				o.Observers = []idem.Observer{idemtest.EMF(t, &e.metrics)}
 				o.Logger = slog.New(&panicOnce{messageID: "m-bad"})
 			})
 			if err != nil {

@@ -54,7 +54,7 @@ func newEnv(t *testing.T) *env {
 	e.processed = idemtest.ProcessedTable(t, c)
 	e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
 	store, err := idem.New(c, e.processed, func(o *idem.Options) {
-		o.Metrics = &e.metrics
+		o.Observers = []idem.Observer{idemtest.EMF(t, &e.metrics)}
 		o.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil))
 	})
 	if err != nil {

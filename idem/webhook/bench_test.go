@@ -35,7 +35,6 @@ func (f *fakeTx) TransactWriteItems(_ context.Context, in *dynamodb.TransactWrit
 // INFO, as deployed, and metrics discarded, their write being Lambda's.
 func benchReceiver(b *testing.B, client idem.TransactWriteAPI, opt func(*webhook.Options)) *webhook.Receiver {
 	store, err := idem.New(client, "processed", func(o *idem.Options) {
-		o.Metrics = io.Discard
 		o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	})
 	if err != nil {

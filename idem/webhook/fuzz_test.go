@@ -25,7 +25,6 @@ import (
 
 func fuzzReceiver(f *testing.F, opt func(*webhook.Options)) *webhook.Receiver {
 	store, err := idem.New(&fakeTx{}, "processed", func(o *idem.Options) {
-		o.Metrics = io.Discard
 		o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	})
 	if err != nil {

@@ -54,7 +54,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) newStore(t *testing.T, client idem.TransactWriteAPI, optFns ...func(*idem.Options)) *idem.Store {
 	t.Helper()
 	store, err := idem.New(client, e.processed, append([]func(*idem.Options){func(o *idem.Options) {
-		o.Metrics = e.metrics
+		o.Observers = []idem.Observer{idemtest.EMF(t, e.metrics)}
 		o.Logger = slog.New(slog.NewJSONHandler(e.log, nil))
 	}}, optFns...)...)
 	if err != nil {

@@ -3,7 +3,6 @@ package webhook_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -319,7 +318,7 @@ func TestServerSideFailures(t *testing.T) {
 	failing := func(context.Context, webhook.Request) (webhook.Effect, error) {
 		return webhook.Effect{}, errors.New("db password is hunter2")
 	}
-	missing, err := idem.New(e.client, "no-such-table", func(o *idem.Options) { o.Metrics = io.Discard; o.Logger = slog.New(slog.DiscardHandler) })
+	missing, err := idem.New(e.client, "no-such-table", func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
 )
 
 // ErrInvalid matches every error Parse returns: the body is malformed, and
@@ -91,13 +93,9 @@ func Parse(body []byte) (Credit, error) {
 	return c, nil
 }
 
-// Write is the credit's effect: ADD balance :cents on the account's item
-// in table (partition key "account" (S), attribute "balance" (N)).
-func Write(table string, c Credit) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(table),
-		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: c.Account}},
-		UpdateExpression:          aws.String("ADD balance :cents"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":cents": &types.AttributeValueMemberN{Value: strconv.FormatInt(c.Cents, 10)}},
-	}}
+// Write is the credit's effect: ADD balance cents on the account's item in
+// table (partition key "account" (S), attribute "balance" (N)).
+func Write(table string, c Credit) (types.TransactWriteItem, error) {
+	return idem.Update(table, map[string]string{"account": c.Account},
+		expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
 }

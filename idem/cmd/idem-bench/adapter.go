@@ -44,7 +44,6 @@ func newSQSKit(store *idem.Store, accounts string, batchMode bool) (*sqsKit, err
 // quietStore logs as deployed (JSON at INFO) into io.Discard, so a
 // duplicate's log record costs what it costs without flooding the terminal.
 func quietStore(o *idem.Options) {
-	o.Metrics = io.Discard
 	o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 }
 

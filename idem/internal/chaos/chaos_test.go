@@ -43,7 +43,7 @@ func TestChaosReplay(t *testing.T) {
 	}}
 	var counts outcomes
 	store, err := idem.New(idemtest.Client(t, faults.Option, quickRetries), tb.processed, func(o *idem.Options) {
-		o.Metrics = &counts
+		o.Observers = []idem.Observer{idemtest.EMF(t, &counts)}
 		o.Logger = slog.New(slog.DiscardHandler)
 	})
 	if err != nil {

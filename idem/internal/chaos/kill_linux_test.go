@@ -232,6 +232,7 @@ func (b binaries) function(t *testing.T, fn, dynamodb string, tb *tables) *funct
 			fmt.Sprint("AWS_LAMBDA_FUNCTION_TIMEOUT=", functionTimeout),
 			"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
 			"AWS_EC2_METADATA_DISABLED=true",
+			"AWS_LAMBDA_LOG_FORMAT=JSON", // as the template's LoggingConfig has Lambda set it
 			"AWS_ENDPOINT_URL_DYNAMODB=" + dynamodb,
 			"PROCESSED_TABLE=" + tb.processed, "ACCOUNTS_TABLE=" + tb.accounts,
 			"STRIPE_WEBHOOK_SECRET=whsec_chaos", // the webhook function requires one

@@ -181,7 +181,7 @@ func countOutcomes(lines []map[string]any) map[idem.Outcome]int {
 // failedLine is the Failed log record of the record messageID.
 func failedLine(lines []map[string]any, messageID string) map[string]any {
 	for _, m := range lines {
-		if m["msg"] == "idem: "+string(idem.Failed) && m["messageId"] == messageID {
+		if m["message"] == "idem: "+string(idem.Failed) && m["messageId"] == messageID { // Lambda's JSON: "message", not slog's "msg"
 			return m
 		}
 	}

@@ -73,16 +73,17 @@ func TestStripeRetryRenderedAfresh(t *testing.T) {
 				}
 			}
 		}
-		if strings.Contains(line, "payloadChanged=true") {
+		if strings.Contains(line, `"payloadChanged":true`) {
 			changed = append(changed, strings.TrimSpace(line))
 		}
 	}
 	if fmt.Sprint(metrics) != fmt.Sprint(map[string]int{"Duplicate": 1, "Processed": 1}) {
 		t.Errorf("metrics: want one Processed and one Duplicate, got %v", metrics)
 	}
-	if len(changed) != 1 || !strings.Contains(changed[0], "INFO idem: Duplicate") ||
-		!strings.Contains(changed[0], "payloadDigest=") || !strings.Contains(changed[0], "storedPayloadDigest=") {
-		t.Errorf("log: want the retry logged once at INFO as a Duplicate with both digests, got %q", changed)
+	// Lambda's JSON log lines (LogFormat JSON), with the invoke's requestId.
+	if len(changed) != 1 || !strings.Contains(changed[0], `"level":"INFO","message":"idem: Duplicate"`) || !strings.Contains(changed[0], `"requestId":`) ||
+		!strings.Contains(changed[0], `"payloadDigest":`) || !strings.Contains(changed[0], `"storedPayloadDigest":`) {
+		t.Errorf("log: want the retry logged once at INFO as a Duplicate with both digests and the requestId, got %q", changed)
 	}
 	t.Logf("metrics %v; log: %s", metrics, strings.Join(changed, "\n"))
 }

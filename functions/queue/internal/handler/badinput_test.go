@@ -32,7 +32,7 @@ func TestBadBodiesFailWithTheirReason(t *testing.T) {
 	accounts := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
 	var logs bytes.Buffer
 	store, err := idem.New(c, processed, func(o *idem.Options) {
-		o.Metrics = &bytes.Buffer{}
+		o.Observers = []idem.Observer{idemtest.EMF(t, &bytes.Buffer{})}
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package handler_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"unicode/utf8"
@@ -37,7 +36,6 @@ func FuzzRecord(f *testing.F) {
 	f.Add("m-1", "{\"id\":\"evt\xff\",\"account\":\"a\",\"cents\":1}", "", "", false)
 	f.Add("m-1", `{"id":"evt_1\r\nX: 1","account":"a","cents":1}`, "k\x00", "", false)
 	store, err := idem.New(commitAll{}, "processed", func(o *idem.Options) {
-		o.Metrics = io.Discard
 		o.Logger = slog.New(slog.DiscardHandler)
 	})
 	if err != nil {

@@ -23,7 +23,8 @@ func New(store *idem.Store, accountsTable string) (func(context.Context, events.
 		if err != nil {
 			return idem.Effect{}, err
 		}
-		return idem.Effect{Writes: []types.TransactWriteItem{credit.Write(accountsTable, c)}}, nil
+		w, err := credit.Write(accountsTable, c)
+		return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
 	}, func(o *sqsconsumer.Options) { o.Key = Key })
 }
 

@@ -70,7 +70,11 @@ func Credits(accounts string) webhook.Handler {
 		if err != nil {
 			return webhook.Effect{}, webhook.BadRequest(err)
 		}
-		return answer("processed", req.Key, credit.Write(accounts, c))
+		w, err := credit.Write(accounts, c)
+		if err != nil {
+			return webhook.Effect{}, err
+		}
+		return answer("processed", req.Key, w)
 	}
 }
 
@@ -95,7 +99,11 @@ func Stripe(accounts string) webhook.Handler {
 			return webhook.Effect{}, webhook.BadRequest(err)
 		}
 		c.ID = req.Key
-		return answer("processed", req.Key, credit.Write(accounts, c))
+		w, err := credit.Write(accounts, c)
+		if err != nil {
+			return webhook.Effect{}, err
+		}
+		return answer("processed", req.Key, w)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -47,7 +46,6 @@ func newFn(t *testing.T, env map[string]string) *fn {
 	f := &fn{client: c, processed: idemtest.ProcessedTable(t, c)}
 	f.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
 	store, err := idem.New(c, f.processed, func(o *idem.Options) {
-		o.Metrics = io.Discard
 		o.Logger = slog.New(slog.DiscardHandler)
 	})
 	if err != nil {
