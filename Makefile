@@ -27,7 +27,7 @@ build-WebhookFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/webhook
 
 # moto is the local DynamoDB- and SQS-compatible server the tests run against
-# (through idem/localdynamo). Installed when missing.
+# (through idem/internal/localdynamo). Installed when missing.
 moto:
 	@$(PYTHON) -c 'import moto, flask, werkzeug' 2>/dev/null || \
 	  $(PYTHON) -m pip install 'moto[server]' || \

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idemkit/kit/idem/localdynamo"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 var shared struct {

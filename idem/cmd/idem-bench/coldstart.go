@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/localstack"
+	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
 // coldStart is one function's line of the cold-start table.

@@ -26,7 +26,7 @@ var goBenchmarks = []struct {
 	{"./idem", "^BenchmarkProcess$", true},
 	{"./idem/sqsconsumer", "^BenchmarkSQSAdapter", true},
 	{"./idem/webhook", "^BenchmarkWebhook$", true},
-	{"./idem/localdynamo", "^BenchmarkTransactWriteItems$", false},
+	{"./idem/internal/localdynamo", "^BenchmarkTransactWriteItems$", false},
 }
 
 // benchResult is one benchmark's medians over its -count runs.

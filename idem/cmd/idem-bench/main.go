@@ -16,7 +16,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/localdynamo"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 func main() {

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/idemkit/kit/idem/localstack"
+	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
 func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[string]string, dir string, n int) error {

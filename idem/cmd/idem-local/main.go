@@ -1,5 +1,5 @@
 // Command idem-local runs the SAM application in template.yaml on this
-// machine, without Docker: `make local`. See idem/localstack.
+// machine, without Docker: `make local`. See idem/internal/localstack.
 //
 //	idem-local [flags]            run the stack until Ctrl-C or SIGTERM
 //	idem-local -demo [flags]      run it, replay events/ with every message
@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idemkit/kit/idem/localstack"
+	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
 // Local secret values, used when the environment sets none; the template

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/localstack"
+	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
 // functionTimeout is the functions' Lambda timeout under the emulator, in

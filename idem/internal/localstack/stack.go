@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idemkit/kit/idem/localdynamo"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // defaultWait bounds the wait for a table to become active.

@@ -17,7 +17,7 @@ This server fixes all four with a small patch:
   4. a TransactWriteItems repeated with a token that committed within ten
      minutes succeeds without applying again, and with other parameters
      fails with IdempotentParameterMismatchException, as DynamoDB does.
-It is started by the Go package github.com/idemkit/kit/idem/localdynamo, which
+It is started by the Go package github.com/idemkit/kit/idem/internal/localdynamo, which
 embeds this file. With --mode sqs it serves moto unpatched and unserialized,
 so SQS long polls never stall DynamoDB requests.
 """

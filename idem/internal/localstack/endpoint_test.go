@@ -12,7 +12,7 @@ func TestEnvironLocalEndpointsOverTemplate(t *testing.T) {
 	const local, localSQS = "http://127.0.0.1:41001", "http://127.0.0.1:41002"
 
 	// What template.yaml's Globals give AWS_ENDPOINT_URL_DYNAMODB by default.
-	tmpl, err := ReadTemplate("../../template.yaml")
+	tmpl, err := ReadTemplate("../../../template.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/localdynamo"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // Things the tests share, built or started once per test binary.
@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 func testRIE(t *testing.T) string {
 	t.Helper()
 	shared.rieOnce.Do(func() {
-		o := &Options{Template: "../../template.yaml", BuildDir: shared.dir}
+		o := &Options{Template: "../../../template.yaml", BuildDir: shared.dir}
 		if shared.rieErr = o.setDefaults(); shared.rieErr == nil {
 			shared.rie, shared.rieErr = buildRIE(context.Background(), o)
 		}

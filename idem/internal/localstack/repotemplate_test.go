@@ -15,11 +15,11 @@ import (
 // every redelivery, least privilege, and builds that sam build and make
 // local can both run.
 func TestRepositoryTemplate(t *testing.T) {
-	tmpl, err := ReadTemplate("../../template.yaml")
+	tmpl, err := ReadTemplate("../../../template.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	makefile, err := os.ReadFile("../../Makefile")
+	makefile, err := os.ReadFile("../../../Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +122,11 @@ func TestRepositoryTemplate(t *testing.T) {
 // declared (a global one by some function), and it must point the
 // functions at DynamoDB Local with the README's table names.
 func TestEnvVarsFile(t *testing.T) {
-	tmpl, err := ReadTemplate("../../template.yaml")
+	tmpl, err := ReadTemplate("../../../template.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("../../events/env.json")
+	b, err := os.ReadFile("../../../events/env.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestTemplateTranslates(t *testing.T) {
 	if err := exec.Command(python, "-c", "import samtranslator").Run(); err != nil {
 		t.Skipf("aws-sam-translator is not installed for %s (make lint-template installs it): %v", python, err)
 	}
-	cmd := exec.Command(python, "../../.ci/sam_translate.py", "../../template.yaml")
+	cmd := exec.Command(python, "../../../.ci/sam_translate.py", "../../../template.yaml")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -161,8 +161,8 @@ Resources:
 // retention and redrive policy. The expectations are read from the YAML
 // here, by the test, not by the code under test.
 func TestCreateResourcesMatchesTemplate(t *testing.T) {
-	raw := readRawTemplate(t, "../../template.yaml")
-	tmpl, err := ReadTemplate("../../template.yaml")
+	raw := readRawTemplate(t, "../../../template.yaml")
+	tmpl, err := ReadTemplate("../../../template.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func readRawTemplate(t *testing.T, path string) map[string]any {
 // starts or builds anything.
 func TestStartRefusesABadParameter(t *testing.T) {
 	_, err := Start(context.Background(), func(o *Options) {
-		o.Template = "../../template.yaml"
+		o.Template = "../../../template.yaml"
 		o.BuildDir = t.TempDir()
 		o.Parameters = map[string]string{"RetentionDays": "3"}
 	})

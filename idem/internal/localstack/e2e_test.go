@@ -39,7 +39,7 @@ func TestStackEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	begin := time.Now()
 	stack, err := Start(ctx, func(o *Options) {
-		o.Template = "../../template.yaml"
+		o.Template = "../../../template.yaml"
 		o.StackName = "e2e"
 		o.APIAddr = "127.0.0.1:0"
 		o.BuildDir = filepath.Join(shared.dir, "e2e")
