@@ -58,29 +58,12 @@ func ExternalEndpoint() string {
 	return os.Getenv("AWS_ENDPOINT_URL")
 }
 
-// SharedServer is the server Endpoint started, or nil when the tests use an
-// external endpoint or have not asked for one yet.
-func SharedServer() *localdynamo.Server { return shared.server }
-
 // Stop stops the shared server, if one was started. Call it from TestMain
 // after m.Run.
 func Stop() {
 	if shared.server != nil {
 		_ = shared.server.Stop()
 	}
-}
-
-// Server starts a server of the test's own, stopped when the test ends. Use
-// it when a test needs what only localdynamo does (Sweep, Reset, a process to
-// stop); Endpoint is cheaper otherwise.
-func Server(tb testing.TB, optFns ...func(*localdynamo.Options)) *localdynamo.Server {
-	tb.Helper()
-	srv, err := localdynamo.Start(context.Background(), optFns...)
-	if err != nil {
-		tb.Fatalf("idemtest: %v", err)
-	}
-	tb.Cleanup(func() { _ = srv.Stop() })
-	return srv
 }
 
 // Client returns a DynamoDB client for Endpoint.

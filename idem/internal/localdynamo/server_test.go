@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestSweepDeletesExpiredItemsOnly(t *testing.T) {
-	srv := idemtest.Server(t)
+	srv := testServer(t)
 	c := idemtest.NewClient(srv.Endpoint)
 	table := idemtest.CreateTable(t, c, idemtest.Table{Name: "ttl", HashKey: "pk", TTLAttribute: "expiresAt"})
 	plain := idemtest.CreateTable(t, c, idemtest.Table{Name: "nottl", HashKey: "pk"})
@@ -75,7 +75,7 @@ func TestSweepDeletesExpiredItemsOnly(t *testing.T) {
 }
 
 func TestSweeperRunsOnItsInterval(t *testing.T) {
-	srv := idemtest.Server(t, func(o *localdynamo.Options) { o.TTLSweepInterval = 100 * time.Millisecond })
+	srv := testServer(t, func(o *localdynamo.Options) { o.TTLSweepInterval = 100 * time.Millisecond })
 	c := idemtest.NewClient(srv.Endpoint)
 	table := idemtest.CreateTable(t, c, idemtest.Table{Name: "ttl", HashKey: "pk", TTLAttribute: "expiresAt"})
 	ctx := context.Background()
@@ -142,4 +142,16 @@ func TestStartFailsClearly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testServer starts a server of the test's own, stopped when the test ends,
+// for what only this launcher does (Sweep, Reset, a process to stop).
+func testServer(tb testing.TB, optFns ...func(*localdynamo.Options)) *localdynamo.Server {
+	tb.Helper()
+	srv, err := localdynamo.Start(context.Background(), optFns...)
+	if err != nil {
+		tb.Fatalf("localdynamo: %v", err)
+	}
+	tb.Cleanup(func() { _ = srv.Stop() })
+	return srv
 }
