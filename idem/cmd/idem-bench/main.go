@@ -111,6 +111,14 @@ func run(ctx context.Context, endpoint string, rep report) ([]row, error) {
 			}
 			return newSQSKit(store, su.accounts, false)
 		}},
+		{"this kit, per record, with its claim cache (CacheSize 1000)", false, func(su *setup, processed string) (strategy, error) {
+			store, err := idem.New(su.client, processed, quietStore, func(o *idem.Options) { o.CacheSize = 1000 })
+			if err != nil {
+				return nil, err
+			}
+			k, err := newSQSKit(store, su.accounts, false)
+			return cachedKit{k}, err
+		}},
 		{"this kit, batch transactions", true, func(su *setup, processed string) (strategy, error) {
 			store, err := idem.New(su.client, processed, quietStore)
 			if err != nil {
