@@ -173,8 +173,10 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 		fmt.Fprintf(w, "  secret     %-28s %q (set %s to change it)\n", name, secrets[name], name)
 	}
 
+	// The webhook route and the queue are two senders, two scopes of keys:
+	// one id sent both ways is two credits. Each gets an id of its own.
 	body := `{"id":"evt_001","account":"acc-9","cents":500}`
-	fmt.Fprintf(w, "\nSend a credit (repeat it: the balance moves once):\n")
+	fmt.Fprintf(w, "\nSend a credit over HTTP (repeat it: the balance moves once):\n")
 	for _, r := range s.Routes {
 		if r.Path != "/webhooks/credits" {
 			continue
@@ -189,7 +191,9 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 		}
 	}
 	for _, p := range s.Pollers {
-		fmt.Fprintf(w, "  aws --endpoint-url %s --region %s sqs send-message --queue-url %s \\\n    --message-body '%s' \\\n    --message-attributes 'IdempotencyKey={DataType=String,StringValue=evt_001}'\n",
+		body := `{"id":"evt_002","account":"acc-9","cents":250}`
+		fmt.Fprintf(w, "Or through the queue, another sender with keys of its own (repeat it: the balance moves once):\n")
+		fmt.Fprintf(w, "  aws --endpoint-url %s --region %s sqs send-message --queue-url %s \\\n    --message-body '%s' \\\n    --message-attributes 'IdempotencyKey={DataType=String,StringValue=evt_002}'\n",
 			s.SQSEndpoint, s.Options.Region, p.Queue.URL, body)
 		fmt.Fprintf(w, "  go run ./idem/cmd/idem-local send -n 3 '%s'\n", body)
 		break
