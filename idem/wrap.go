@@ -8,9 +8,9 @@ import (
 	"os"
 )
 
-// FuncOptions configure the handler Wrap returns. Every default is
+// WrapOptions configure the handler Wrap returns. Every default is
 // written once, on its field, and applied in Wrap.
-type FuncOptions struct {
+type WrapOptions struct {
 	// Source names the sender, for metrics and, unless the Store sets a
 	// Scope, as the scope of its keys. Defaults to the Lambda function's
 	// name ($AWS_LAMBDA_FUNCTION_NAME), or "events" outside Lambda.
@@ -37,8 +37,8 @@ type FuncOptions struct {
 // Effect.Rejected, the bytes it returns must be the JSON of an R: they
 // answer this delivery and every duplicate. h must leave Effect.Response
 // empty; R is the response.
-func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Context, E) (R, Effect, error), optFns ...func(*FuncOptions)) (func(context.Context, E) (R, error), error) {
-	var o FuncOptions
+func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Context, E) (R, Effect, error), optFns ...func(*WrapOptions)) (func(context.Context, E) (R, error), error) {
+	var o WrapOptions
 	for _, fn := range optFns {
 		fn(&o)
 	}
@@ -57,7 +57,7 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 		return nil, errors.New("idem: Wrap: nil handler")
 	}
 	if err := store.CheckSource(o.Source); err != nil {
-		return nil, fmt.Errorf("idem: Wrap: FuncOptions.%w", err)
+		return nil, fmt.Errorf("idem: Wrap: WrapOptions.%w", err)
 	}
 	return func(ctx context.Context, event E) (R, error) {
 		var zero R

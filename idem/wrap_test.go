@@ -40,7 +40,7 @@ func ExampleWrap_eventBridge() {
 			}
 			w, err := idem.Update(accounts, map[string]string{"account": c.Account}, expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
 			return c, idem.Effect{Writes: []types.TransactWriteItem{w}}, err
-		}, func(o *idem.FuncOptions) { o.Source = "payments" })
+		}, func(o *idem.WrapOptions) { o.Source = "payments" })
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -80,7 +80,7 @@ func ExampleWrap_directInvoke() {
 		func(ctx context.Context, r refund) (receipt, idem.Effect, error) {
 			w, err := idem.Update(accounts, map[string]string{"account": r.Account}, expression.Add(expression.Name("balance"), expression.Value(-r.Cents)))
 			return receipt{Refunded: fmt.Sprintf("%s: %d cents", r.RequestID, r.Cents)}, idem.Effect{Writes: []types.TransactWriteItem{w}}, err
-		}, func(o *idem.FuncOptions) { o.Source = "refunds" })
+		}, func(o *idem.WrapOptions) { o.Source = "refunds" })
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -146,7 +146,7 @@ func TestWrap(t *testing.T) {
 		{"nil key", func() error { _, err := idem.Wrap(e.store, nil, h); return err }},
 		{"nil handler", func() error { _, err := idem.Wrap[ev, string](e.store, key, nil); return err }},
 		{"blank source", func() error {
-			_, err := idem.Wrap(e.store, key, h, func(o *idem.FuncOptions) { o.Source = "  " })
+			_, err := idem.Wrap(e.store, key, h, func(o *idem.WrapOptions) { o.Source = "  " })
 			return err
 		}},
 	} {
