@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -43,12 +43,11 @@ func newEnv(t *testing.T, optFns ...func(*idem.Options)) *env {
 }
 
 func (e *env) credit(account string, cents int) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(e.accounts),
-		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-		UpdateExpression:          aws.String("ADD balance :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.Itoa(cents)}},
-	}}
+	w, err := idem.Update(e.accounts, map[string]string{"account": account}, expression.Add(expression.Name("balance"), expression.Value(cents)))
+	if err != nil {
+		panic(err) // a constant expression: a mistake in the test
+	}
+	return w
 }
 
 // creditHandler credits acc-9 with 500 cents and answers "credited".
@@ -220,14 +219,14 @@ func TestKeyReuse(t *testing.T) {
 
 // debit takes cents from account only if the balance covers it.
 func (e *env) debit(account string, cents int) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                           aws.String(e.accounts),
-		Key:                                 map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-		UpdateExpression:                    aws.String("ADD balance :neg"),
-		ConditionExpression:                 aws.String("balance >= :c"),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.Itoa(cents)}, ":neg": &types.AttributeValueMemberN{Value: strconv.Itoa(-cents)}},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}}
+	balance := expression.Name("balance")
+	w, err := idem.Update(e.accounts, map[string]string{"account": account}, expression.Add(balance, expression.Value(-cents)),
+		balance.GreaterThanEqual(expression.Value(cents)))
+	if err != nil {
+		panic(err)
+	}
+	w.Update.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	return w
 }
 
 func TestRejectedEffect(t *testing.T) {
