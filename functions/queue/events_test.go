@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/kit/functions/queue/internal/handler"
 	"github.com/idemkit/kit/idem"
@@ -25,9 +24,7 @@ func TestMain(m *testing.M) {
 		main() // for TestStartupFailsOnBadEnvironment
 		return
 	}
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
+	idemtest.Main(m)
 }
 
 func readEvent(t *testing.T, name string) []byte {
@@ -65,11 +62,9 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 		{"sqs-credits-fifo.json", []string{"b3f1d2c4-8e7a-4b6c-9d5e-0a1f2b3c4d5e", "d5f3a4e6-0a9c-4d8e-bf7a-2c3d4e5f6a7b"}, map[string]int{"acc-9": 100, "acc-7": 350}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			c := idemtest.Client(t)
-			processed := idemtest.ProcessedTable(t, c)
-			accounts := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
+			e := idemtest.NewEnv(t)
 			var logs bytes.Buffer
-			store, err := idem.New(c, processed, func(o *idem.Options) {
+			store, err := idem.New(e.Client, e.Processed, func(o *idem.Options) {
 				o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 			})
 			if err != nil {
@@ -79,7 +74,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 			if err := json.Unmarshal(readEvent(t, tc.file), &ev); err != nil {
 				t.Fatal(err)
 			}
-			h, err := handler.New(store, accounts)
+			h, err := handler.New(store, e.Accounts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +91,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 					t.Errorf("%s delivery: batchItemFailures: want %q, got %q", delivery, tc.failed, failed)
 				}
 				for account, want := range tc.balances {
-					if got := balance(t, c, accounts, account); got != want {
+					if got := e.Balance(t, account); got != int64(want) {
 						t.Errorf("%s delivery: balance of %s: want %d, got %d", delivery, account, want, got)
 					}
 				}
@@ -106,11 +101,6 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 			}
 		})
 	}
-}
-
-func balance(t *testing.T, c *dynamodb.Client, table, account string) int {
-	t.Helper()
-	return int(idemtest.Number(t, c, table, "account", account, "balance"))
 }
 
 // TestStartupFailsOnBadEnvironment runs main in a child process: a bad

@@ -12,21 +12,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/webhook/internal/routes"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
+	"github.com/idemkit/kit/idem/webhook/secrets"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
 // The local test secrets the events are signed with (see internal/routes).
 var testEnv = map[string]string{"WEBHOOK_SECRET": "local-webhook-secret", "STRIPE_WEBHOOK_SECRET": "whsec_local_test"}
@@ -78,14 +72,12 @@ func TestStripeEventIsSignedWithTheTestSecret(t *testing.T) {
 // TestEventsInvokeTheFunction sends each event through the function's
 // routes, as `sam local invoke -e` would, the Stripe one signed again now.
 func TestEventsInvokeTheFunction(t *testing.T) {
-	c := idemtest.Client(t)
-	processed := idemtest.ProcessedTable(t, c)
-	accounts := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-	store, err := idem.New(c, processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+	e := idemtest.NewEnv(t)
+	store, err := idem.New(e.Client, e.Processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux, err := routes.New(context.Background(), store, accounts, webhook.SecretEnv{Getenv: func(k string) string { return testEnv[k] }})
+	mux, err := routes.New(context.Background(), store, e.Accounts, secrets.Env{Getenv: func(k string) string { return testEnv[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +85,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 	if err := json.Unmarshal(readEvent(t, "apigw-stripe.json"), &stripe); err != nil {
 		t.Fatal(err)
 	}
-	stripe["headers"].(map[string]any)["stripe-signature"] = webhook.StripeSignature(testEnv["STRIPE_WEBHOOK_SECRET"], time.Now(), []byte(stripe["body"].(string)))
+	stripe["headers"].(map[string]any)["stripe-signature"] = idemtest.StripeSignature(testEnv["STRIPE_WEBHOOK_SECRET"], time.Now(), []byte(stripe["body"].(string)))
 	resigned, _ := json.Marshal(stripe)
 
 	for _, tc := range []struct {
@@ -126,12 +118,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 			}
 		})
 	}
-	out, err := c.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(accounts), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := out.Item["balance"].(*types.AttributeValueMemberN); n == nil || n.Value != "3000" {
-		t.Errorf("expect a balance of 3000 (500 once, 2500), got %v", out.Item["balance"])
+	if b := e.Balance(t, "acc-9"); b != 3000 {
+		t.Errorf("expect a balance of 3000 (500 once, 2500), got %d", b)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/idemkit/kit/functions/internal/awsenv"
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/functions/webhook/internal/routes"
-	"github.com/idemkit/kit/idem/webhook"
+	"github.com/idemkit/kit/idem/webhook/secrets"
 )
 
 func main() {
@@ -32,11 +32,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	secrets := webhook.SecretEnv{
+	mux, err := routes.New(ctx, store, env.AccountsTable, secrets.Env{
 		Parameters: ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "SSM") }),
 		Secrets:    secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "SECRETS_MANAGER") }),
-	}
-	mux, err := routes.New(ctx, store, env.AccountsTable, secrets)
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,27 +18,19 @@ import (
 
 // strictCredit refuses any body that is not one JSON object in valid UTF-8
 // with a non-empty "account" and positive whole "cents", as a production
-// handler should (the reference queue function's credit.Parse does).
+// handler should: JSONHandler checks the JSON and the types, the handler
+// the rest (the reference queue function's credit.Parse does it all).
 func strictCredit(e *env) sqsconsumer.Handler {
-	return func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
-		var c struct {
-			Account string `json:"account"`
-			Cents   int64  `json:"cents"`
-		}
-		switch {
-		case !utf8.ValidString(rec.Body):
-			return idem.Effect{}, errors.New("the body is not valid UTF-8")
-		case !json.Valid([]byte(rec.Body)):
-			return idem.Effect{}, errors.New("the body is not one JSON value")
-		}
-		if err := json.Unmarshal([]byte(rec.Body), &c); err != nil {
-			return idem.Effect{}, fmt.Errorf("the body is not a credit: %v", err)
-		}
+	type credit struct {
+		Account string `json:"account"`
+		Cents   int64  `json:"cents"`
+	}
+	return sqsconsumer.JSONHandler(func(_ context.Context, c credit, _ events.SQSMessage) (idem.Effect, error) {
 		if c.Account == "" || c.Cents <= 0 {
 			return idem.Effect{}, errors.New(`want a non-empty "account" and positive "cents"`)
 		}
 		return idem.Effect{Writes: []types.TransactWriteItem{e.credit(c.Account, int(c.Cents))}}, nil
-	}
+	})
 }
 
 // TestBadRecordsFailAlone sends, in each mode, a batch of one bad record
@@ -66,11 +56,13 @@ func TestBadRecordsFailAlone(t *testing.T) {
 		{"invalid JSON", `{"account":`, "", nil, "not one JSON value", false},
 		{"invalid UTF-8 in the body", "{\"account\":\"acc-\xff\",\"cents\":5}", "", nil, "not valid UTF-8", false},
 		{"two JSON values", ok + ok, "", nil, "not one JSON value", false},
-		{"cents a string", credit(`"cents":"5"`), "", nil, "not a credit", false},
-		{"account a number", `{"account":9,"cents":5}`, "", nil, "not a credit", false},
+		{"not an object", `["acc-bad",5]`, "", nil, "does not decode into the handler's type: json: cannot unmarshal array", false},
+		{"cents a string", credit(`"cents":"5"`), "", nil, "does not decode into the handler's type: json: cannot unmarshal string", false},
+		{"cents fractional", credit(`"cents":2.5`), "", nil, "does not decode into the handler's type: json: cannot unmarshal number 2.5", false},
+		{"account a number", `{"account":9,"cents":5}`, "", nil, "does not decode into the handler's type: json: cannot unmarshal number", false},
 		{"negative cents", credit(`"cents":-5`), "", nil, "positive", false},
 		{"zero cents", credit(`"cents":0`), "", nil, "positive", false},
-		{"cents overflow int64", credit(`"cents":9223372036854775808`), "", nil, "not a credit", false},
+		{"cents overflow int64", credit(`"cents":9223372036854775808`), "", nil, "does not decode into the handler's type: json: cannot unmarshal number 9223372036854775808", false},
 		{"key attribute over 2,048 bytes", ok, "", attr("String", strings.Repeat("k", 2049)), "claim key is 2057 bytes", false},
 		{"messageId over 2,048 bytes", ok, strings.Repeat("m", 2100), nil, "claim key is 2108 bytes", false},
 		{"key attribute not UTF-8", ok, "", attr("String", "k\xff"), "not valid UTF-8", false},
@@ -119,7 +111,7 @@ func TestBadRecordsFailAlone(t *testing.T) {
 					t.Errorf("batchItemFailures: want %q, got %q", wantFailed, failed)
 				}
 				e.checkBalances(t, map[string]int{"acc-bad": credited, "acc-good": 7})
-				if n := e.claims(t); n != claims {
+				if n := e.Claims(t); n != claims {
 					t.Errorf("claims: want %d, got %d", claims, n)
 				}
 				logs := e.logs.String()

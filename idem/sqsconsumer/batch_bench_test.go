@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
@@ -30,12 +29,7 @@ func BenchmarkSQSAdapterBatchTransactions(b *testing.B) {
 	for i := range n {
 		id := fmt.Sprint("m", i)
 		ev.Records = append(ev.Records, record(id, `{"id":"evt_001","account":"acc-9","cents":500}`))
-		writes[id] = types.TransactWriteItem{Update: &types.Update{
-			TableName:                 aws.String("accounts"),
-			Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-" + id}},
-			UpdateExpression:          aws.String("ADD balance :c"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "500"}},
-		}}
+		writes[id] = credit("accounts", "acc-"+id, 500)
 	}
 	h := newHandler(b, store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		return idem.Effect{Writes: []types.TransactWriteItem{writes[rec.MessageId]}}, nil

@@ -3,7 +3,6 @@ package sqsconsumer_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -11,32 +10,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
-	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
-
-// newCountedEnv is newEnv with the DynamoDB calls counted.
-func newCountedEnv(t *testing.T) (*env, *idemtest.CallCounter) {
-	t.Helper()
-	calls := &idemtest.CallCounter{}
-	c := idemtest.Client(t, calls.Option)
-	e := &env{client: c}
-	e.processed = idemtest.ProcessedTable(t, c)
-	e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-	store, err := idem.New(c, e.processed, func(o *idem.Options) {
-		o.Observers = []idem.Observer{idemtest.EMF(t, &e.metrics)}
-		o.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.store = store
-	return e, calls
-}
 
 func batchMode(o *sqsconsumer.Options) { o.BatchTransactions = true }
 
@@ -100,7 +78,8 @@ func TestBatchTransactions(t *testing.T) {
 		}, map[string]int{"acc-a": 1, "acc-b": 60, "acc-c": 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, calls := newCountedEnv(t)
+			e := newEnv(t)
+			calls := e.Calls
 			for d, dl := range tc.deliveries {
 				e.outcomes(t)
 				calls.Reset()
@@ -167,13 +146,7 @@ func TestBatchTransactionsConcurrentRedelivery(t *testing.T) {
 // is a success, replayed to its redeliveries; an unrecorded one fails.
 func TestBatchTransactionsRecordedRejection(t *testing.T) {
 	e := newEnv(t)
-	debit := types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(e.accounts),
-		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}},
-		UpdateExpression:          aws.String("ADD balance :neg"),
-		ConditionExpression:       aws.String("balance >= :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "100"}, ":neg": &types.AttributeValueMemberN{Value: "-100"}},
-	}}
+	debit := debit(e.Accounts, "acc-9", 100)
 	h := newHandler(t, e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		if rec.Body != "recorded" && rec.Body != "unrecorded" {
 			return e.handler(rec)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -32,12 +31,7 @@ func BenchmarkSQSAdapter(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	write := types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String("accounts"),
-		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}},
-		UpdateExpression:          aws.String("ADD balance :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "500"}},
-	}}
+	write := credit("accounts", "acc-9", 500)
 	h := newHandler(b, store, func(context.Context, events.SQSMessage) (idem.Effect, error) {
 		return idem.Effect{Writes: []types.TransactWriteItem{write}}, nil
 	})

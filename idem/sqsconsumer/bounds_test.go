@@ -103,7 +103,7 @@ func TestDeadlineMargin(t *testing.T) {
 				fifo(tc.name+"-2", "g", `{"account":"acc-1","cents":1}`),
 				fifo(tc.name+"-3", "g", `{"account":"acc-1","cents":1}`),
 			}
-			before, claims := e.balance(t, "acc-1"), e.claims(t)
+			before, claims := e.Balance(t, "acc-1"), e.Claims(t)
 			got := e.run(t, tc.ctx(t), batch, func(o *sqsconsumer.Options) { o.DeadlineMargin = tc.margin })
 			if !tc.skip {
 				checkFailed(t, got)
@@ -115,7 +115,7 @@ func TestDeadlineMargin(t *testing.T) {
 					t.Errorf("%s ran within the deadline margin", r.MessageId)
 				}
 			}
-			if b, c := e.balance(t, "acc-1"), e.claims(t); b != before || c != claims {
+			if b, c := e.Balance(t, "acc-1"), e.Claims(t); b != before || c != claims {
 				t.Errorf("balance %d → %d, claims %d → %d: want no change", before, b, claims, c)
 			}
 			checkOutcomes(t, e.outcomes(t), map[idem.Outcome]int{idem.Failed: 3})
@@ -196,13 +196,7 @@ func TestKeyReuseFails(t *testing.T) {
 
 func TestRecordedRejectionIsSuccess(t *testing.T) {
 	e := newEnv(t)
-	debit := types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(e.accounts),
-		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}},
-		UpdateExpression:          aws.String("ADD balance :neg"),
-		ConditionExpression:       aws.String("balance >= :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "100"}, ":neg": &types.AttributeValueMemberN{Value: "-100"}},
-	}}
+	debit := debit(e.Accounts, "acc-9", 100)
 	h := newHandler(t, e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		eff := idem.Effect{Writes: []types.TransactWriteItem{debit}}
 		if rec.Body == "recorded" {

@@ -2,11 +2,21 @@
 // handler for SQS batches that applies each record's effect once and reports
 // exactly the records to retry.
 //
+// A Handler reads one record and describes its effect; JSONHandler decodes
+// the body into a Go value first, and a body that does not decode fails
+// that record alone, with the decoder's reason logged:
+//
+//	type credit struct {
+//		Account string `json:"account"`
+//		Cents   int64  `json:"cents"`
+//	}
 //	store, err := idem.New(dynamodb.NewFromConfig(cfg), "processed-ids")
 //	…
-//	h, err := sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
-//		return idem.Effect{Writes: []types.TransactWriteItem{credit(rec.Body)}}, nil
-//	})
+//	h, err := sqsconsumer.New(store, sqsconsumer.JSONHandler(func(ctx context.Context, c credit, rec events.SQSMessage) (idem.Effect, error) {
+//		w, err := idem.Update("accounts", map[string]string{"account": c.Account},
+//			expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
+//		return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
+//	}))
 //	if err != nil {
 //		log.Fatal(err)
 //	}
@@ -54,7 +64,8 @@
 //
 // Successes: Processed, Duplicate, and a rejection the effect recorded
 // (idem.Rejected). Every other outcome is a failure: a key that is missing or
-// unreadable, a malformed body the handler refuses, a key reused with another
+// unreadable, a malformed body the handler refuses (or JSONHandler cannot
+// decode), a key reused with another
 // payload, a handler error, a panic in the handler, Effect.Rejected or
 // Options.Key (an *idem.PanicError: that record fails, the batch goes on), a
 // DynamoDB error (one that may follow a commit is an *idem.RetryableError:

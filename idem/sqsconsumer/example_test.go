@@ -4,21 +4,25 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
 // A Lambda function consuming a queue whose bodies are amounts in cents,
-// each added once to one account's balance.
+// each added once to one account's balance. (Compiled, not run: it needs
+// AWS.)
 func ExampleNew() {
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
@@ -33,12 +37,8 @@ func ExampleNew() {
 		if err != nil {
 			return idem.Effect{}, fmt.Errorf("body %q is not a whole number of cents", rec.Body)
 		}
-		return idem.Effect{Writes: []types.TransactWriteItem{{Update: &types.Update{
-			TableName:                 aws.String("accounts"),
-			Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}},
-			UpdateExpression:          aws.String("ADD balance :c"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.FormatInt(cents, 10)}},
-		}}}}, nil
+		w, err := idem.Update("accounts", map[string]string{"account": "acc-9"}, expression.Add(expression.Name("balance"), expression.Value(cents)))
+		return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
 	}, func(o *sqsconsumer.Options) { o.Concurrency = 5 })
 	if err != nil {
 		log.Fatal(err)
@@ -64,4 +64,79 @@ func ExampleDefaultKey() {
 	// acc-9/evt_101 <nil>
 	// eu%2Facc-9/evt_101 <nil>
 	// 8a4f5e1c <nil>
+}
+
+// A queue of JSON credits decoded into a struct: each record's credit is
+// applied once, the batch answered with the records to retry. A body that
+// does not decode fails its record alone, with the decoder's reason.
+func ExampleJSONHandler() {
+	ctx := context.Background()
+	client, processed, accounts, ok := exampleTables(ctx) // a local DynamoDB, as in tests
+	if !ok {
+		return
+	}
+	store, err := idem.New(client, processed, func(o *idem.Options) {
+		o.Logger = slog.New(slog.DiscardHandler)
+		o.Observers = []idem.Observer{printFailures{}}
+	})
+	if err != nil {
+		panic(err)
+	}
+	type credit struct {
+		Account string `json:"account"`
+		Cents   int64  `json:"cents"`
+	}
+	h, err := sqsconsumer.New(store, sqsconsumer.JSONHandler(func(ctx context.Context, c credit, rec events.SQSMessage) (idem.Effect, error) {
+		w, err := idem.Update(accounts, map[string]string{"account": c.Account}, expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
+		return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
+	}))
+	if err != nil {
+		panic(err)
+	}
+	const queue = "arn:aws:sqs:us-east-1:123456789012:credits"
+	batch := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", Body: `{"account":"acc-9","cents":500}`, EventSourceARN: queue},
+		{MessageId: "m-2", Body: `{"account":"acc-9","cents":"250"}`, EventSourceARN: queue},
+	}}
+	for range 2 { // the batch, and the batch again
+		resp, _ := h(ctx, batch)
+		fmt.Println("retry:", resp.BatchItemFailures)
+	}
+	out, _ := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(accounts), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}}})
+	fmt.Println("balance", out.Item["balance"].(*types.AttributeValueMemberN).Value)
+	// Output:
+	// Failed credits#m-2: idem: "credits#m-2": handler: sqsconsumer: the body does not decode into the handler's type: json: cannot unmarshal string into Go struct field credit.cents of type int64
+	// retry: [{m-2}]
+	// Failed credits#m-2: idem: "credits#m-2": handler: sqsconsumer: the body does not decode into the handler's type: json: cannot unmarshal string into Go struct field credit.cents of type int64
+	// retry: [{m-2}]
+	// balance 500
+}
+
+// printFailures prints each failed delivery's key and error.
+type printFailures struct{}
+
+func (printFailures) Observe(_ context.Context, o idem.Observation) {
+	if o.Outcome == idem.Failed {
+		fmt.Printf("%s %s: %v\n", o.Outcome, o.Key, o.Err)
+	}
+}
+
+// exampleTables creates an example's tables on a local DynamoDB, as in
+// tests. Without one it prints what to install, once, and the example
+// fails on that line rather than panicking.
+func exampleTables(ctx context.Context) (client *dynamodb.Client, processed, accounts string, ok bool) {
+	endpoint, err := idemtest.SharedEndpoint()
+	if err == nil {
+		client = idemtest.NewClient(endpoint)
+		processed, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+	}
+	if err == nil {
+		accounts, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "accounts", HashKey: "account"})
+	}
+	if err != nil {
+		fmt.Println("this example needs a local DynamoDB:", err)
+		return nil, "", "", false
+	}
+	return client, processed, accounts, true
 }

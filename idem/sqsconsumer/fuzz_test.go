@@ -20,6 +20,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -179,12 +180,8 @@ func FuzzBatch(f *testing.F) {
 			if err != nil {
 				return idem.Effect{}, err
 			}
-			return idem.Effect{Writes: []types.TransactWriteItem{{Update: &types.Update{
-				TableName:                 aws.String("accounts"),
-				Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: c.Account}},
-				UpdateExpression:          aws.String("ADD balance :c"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.FormatInt(c.Cents, 10)}},
-			}}}}, nil
+			w, err := idem.Update("accounts", map[string]string{"account": c.Account}, expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
+			return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
 		}, func(o *sqsconsumer.Options) { o.BatchTransactions = batch })
 		arn := "arn:aws:sqs:us-east-1:123456789012:credits"
 		if fifo {

@@ -33,6 +33,7 @@ func TestNewRefusesBadWiring(t *testing.T) {
 	}{
 		{"nil store", nil, h, "", "nil Store or Handler"},
 		{"nil handler", store, nil, "", "nil Store or Handler"},
+		{"JSONHandler(nil)", store, sqsconsumer.JSONHandler[struct{}](nil), "", "nil Store or Handler"},
 		{"Source over 1,024 bytes", store, h, strings.Repeat("s", 1025), "Options.Source: Source is 1025 bytes"},
 		{"Source all spaces", store, h, "   ", "Options.Source: Source is all spaces"},
 		{"Source with a control character", store, h, "credits\n", "Options.Source"},

@@ -9,11 +9,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
-	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
@@ -56,13 +54,7 @@ func TestCallbackPanicFailsItsRecordOnly(t *testing.T) {
 					// A debit the empty account refuses, whose rejection
 					// response panics.
 					return idem.Effect{
-						Writes: []types.TransactWriteItem{{Update: &types.Update{
-							TableName:                 aws.String(e.accounts),
-							Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-bad"}},
-							UpdateExpression:          aws.String("ADD balance :neg"),
-							ConditionExpression:       aws.String("balance >= :c"),
-							ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: "100"}, ":neg": &types.AttributeValueMemberN{Value: "-100"}},
-						}}},
+						Writes:   []types.TransactWriteItem{debit(e.Accounts, "acc-bad", 100)},
 						Rejected: func(*idem.RejectedError) []byte { panic("no response") },
 					}, nil
 				}, tc.opt, mode.opt)
@@ -84,7 +76,7 @@ func TestCallbackPanicFailsItsRecordOnly(t *testing.T) {
 					checkOutcomes(t, e.outcomes(t), want)
 				}
 				e.checkBalances(t, map[string]int{"acc-1": 5, "acc-3": 7, "acc-4": 9, "acc-bad": 0})
-				if n := e.claims(t); n != 3 {
+				if n := e.Claims(t); n != 3 {
 					t.Errorf("claims: want 3 (none for m-bad), got %d", n)
 				}
 				line := logLine(t, e.logs.String(), "m-bad")
@@ -116,18 +108,7 @@ func TestStorePanicFailsRecordsNotTheProcess(t *testing.T) {
 		{"BatchTransactions", batchMode, []string{"m1", "m-bad", "m3"}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			c := idemtest.Client(t)
-			e := &env{client: c}
-			e.processed = idemtest.ProcessedTable(t, c)
-			e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-			store, err := idem.New(c, e.processed, func(o *idem.Options) {
-				o.Observers = []idem.Observer{idemtest.EMF(t, &e.metrics)}
-				o.Logger = slog.New(&panicOnce{messageID: "m-bad"})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.store = store
+			e := newEnv(t, func(o *idem.Options) { o.Logger = slog.New(&panicOnce{messageID: "m-bad"}) })
 			batch := []events.SQSMessage{
 				record("m1", `{"account":"acc-1","cents":5}`),
 				record("m-bad", `{"account":"acc-2","cents":6}`),

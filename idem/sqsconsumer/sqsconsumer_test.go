@@ -7,16 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
@@ -24,39 +22,31 @@ import (
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
 const (
 	queueARN = "arn:aws:sqs:us-east-1:123456789012:credits"
 	fifoARN  = "arn:aws:sqs:us-east-1:123456789012:credits.fifo"
 )
 
-// env is one test's tables, a Store over them, and what the Store logged
-// and counted.
+// env is one test's tables and counted client (idemtest.Env), a Store over
+// them, and what the Store logged and counted.
 type env struct {
-	client    *dynamodb.Client
-	processed string
-	accounts  string
-	store     *idem.Store
-	metrics   bytes.Buffer // written under the Store's lock
-	logs      bytes.Buffer // written under slog's lock
-	runs      runLog
+	*idemtest.Env
+	store   *idem.Store
+	metrics bytes.Buffer // written under the Store's lock
+	logs    bytes.Buffer // written under slog's lock
+	runs    runLog
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv is a test's env; optFns apply after its own Observers and Logger.
+func newEnv(t *testing.T, optFns ...func(*idem.Options)) *env {
 	t.Helper()
-	c := idemtest.Client(t)
-	e := &env{client: c}
-	e.processed = idemtest.ProcessedTable(t, c)
-	e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-	store, err := idem.New(c, e.processed, func(o *idem.Options) {
+	e := &env{Env: idemtest.NewEnv(t)}
+	store, err := idem.New(e.Client, e.Processed, append([]func(*idem.Options){func(o *idem.Options) {
 		o.Observers = []idem.Observer{idemtest.EMF(t, &e.metrics)}
 		o.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil))
-	})
+	}}, optFns...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +106,27 @@ func (e *env) handler(rec events.SQSMessage) (idem.Effect, error) {
 }
 
 func (e *env) credit(account string, cents int) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(e.accounts),
-		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-		UpdateExpression:          aws.String("ADD balance :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.Itoa(cents)}},
-	}}
+	return credit(e.Accounts, account, cents)
+}
+
+// credit adds cents to the balance of account in table.
+func credit(table, account string, cents int) types.TransactWriteItem {
+	w, err := idem.Update(table, map[string]string{"account": account}, expression.Add(expression.Name("balance"), expression.Value(cents)))
+	if err != nil {
+		panic(err) // a constant expression: cannot fail
+	}
+	return w
+}
+
+// debit takes cents from the balance of account in table if it holds that
+// much: the condition fails on an empty account.
+func debit(table, account string, cents int) types.TransactWriteItem {
+	w, err := idem.Update(table, map[string]string{"account": account}, expression.Add(expression.Name("balance"), expression.Value(-cents)),
+		expression.Name("balance").GreaterThanEqual(expression.Value(cents)))
+	if err != nil {
+		panic(err) // a constant expression: cannot fail
+	}
+	return w
 }
 
 // newHandler is sqsconsumer.New for a test's wiring, which New must accept.
@@ -152,23 +157,13 @@ func (e *env) run(t *testing.T, ctx context.Context, recs []events.SQSMessage, o
 	return failed
 }
 
-func (e *env) balance(t *testing.T, account string) int {
-	t.Helper()
-	return int(idemtest.Number(t, e.client, e.accounts, "account", account, "balance"))
-}
-
 func (e *env) checkBalances(t *testing.T, want map[string]int) {
 	t.Helper()
 	for account, cents := range want {
-		if got := e.balance(t, account); got != cents {
+		if got := e.Balance(t, account); got != int64(cents) {
 			t.Errorf("balance of %s: want %d, got %d", account, cents, got)
 		}
 	}
-}
-
-func (e *env) claims(t *testing.T) int {
-	t.Helper()
-	return idemtest.ItemCount(t, e.client, e.processed)
 }
 
 // outcomes counts the EMF lines written since the last call, by outcome.
@@ -245,7 +240,7 @@ func TestBatchAppliesEachRecordOnce(t *testing.T) {
 	checkFailed(t, e.run(t, ctx, batch), "m4")
 	e.checkBalances(t, map[string]int{"acc-9": 500, "acc-7": 250})
 	checkOutcomes(t, e.outcomes(t), map[idem.Outcome]int{idem.Duplicate: 3, idem.Failed: 1})
-	if n := e.claims(t); n != 2 {
+	if n := e.Claims(t); n != 2 {
 		t.Errorf("claims: want 2, got %d", n)
 	}
 }

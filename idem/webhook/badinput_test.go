@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -37,9 +38,9 @@ func TestBadInputCommitsNothing(t *testing.T) {
 	now := time.Unix(1_750_000_000, 0)
 	stripeBody := `{"id":"evt_1","account":"acc-9","cents":500}`
 	stripeAt := func(at time.Time) map[string]string {
-		return map[string]string{"stripe-signature": webhook.StripeSignature("whsec_a", at, []byte(stripeBody))}
+		return map[string]string{"stripe-signature": idemtest.StripeSignature("whsec_a", at, []byte(stripeBody))}
 	}
-	sig := webhook.HMACSignature(secret, []byte(creditBody))
+	sig := idemtest.HMACSignature(secret, []byte(creditBody))
 	big := `{"account":"acc-9","cents":1,"pad":"` + strings.Repeat("x", 256<<10) + `"}`
 	k := func(key string) map[string]string { return map[string]string{"idempotency-key": key} }
 	credit := func(fields string) string { return `{"account":"acc-9",` + fields + `}` }
@@ -82,7 +83,7 @@ func TestBadInputCommitsNothing(t *testing.T) {
 			ptr(badV1(creditBody, map[string][]string{"Idempotency-Key": {"k-1", "k-2"}})), 400, "more than one", false},
 		{"two quoted Idempotency-Key values joined", "plain", badV2(creditBody, false, k(`"k-1", "k-2"`)), nil, 400, "unescaped", false},
 		{"two X-Signature headers", "signed", events.APIGatewayV2HTTPRequest{},
-			ptr(badV1(creditBody, map[string][]string{"Idempotency-Key": {"k"}, "X-Signature": {sig, webhook.HMACSignature("other", []byte(creditBody))}})), 401, "X-Signature is not sha256=<64 hex digits>", false},
+			ptr(badV1(creditBody, map[string][]string{"Idempotency-Key": {"k"}, "X-Signature": {sig, idemtest.HMACSignature("other", []byte(creditBody))}})), 401, "X-Signature is not sha256=<64 hex digits>", false},
 		{"CR LF after the signature", "signed", badV2(creditBody, false, map[string]string{"idempotency-key": "k", "x-signature": sig + "\r\n"}), nil, 401, "not sha256=<64 hex digits>", false},
 		{"Stripe timestamp expired", "stripe", badV2(stripeBody, false, stripeAt(now.Add(-301*time.Second))), nil, 401, "301s old", false},
 		{"Stripe timestamp in the future", "stripe", badV2(stripeBody, false, stripeAt(now.Add(301*time.Second))), nil, 401, "301s in the future", false},
@@ -131,7 +132,7 @@ func TestBadInputCommitsNothing(t *testing.T) {
 			if log := e.log.String(); !strings.Contains(log, want) || !strings.Contains(log, `"error":`) {
 				t.Errorf("expect the delivery logged with %s and its reason, got %q", want, log)
 			}
-			if n, b := e.claims(t), e.balance(t, "acc-9"); n != 0 || b != 0 {
+			if n, b := e.Claims(t), e.Balance(t, "acc-9"); n != 0 || b != 0 {
 				t.Errorf("expect no claim and no credit, got %d claim(s) and a balance of %d", n, b)
 			}
 		})
@@ -150,7 +151,7 @@ func TestQuotedKeyMayHoldAComma(t *testing.T) {
 			t.Fatalf("expect 200 for the key order-7,line-2, got %d %s", a.status, a.body)
 		}
 	}
-	if n, b := e.claims(t), e.balance(t, "acc-9"); n != 1 || b != 500 {
+	if n, b := e.Claims(t), e.Balance(t, "acc-9"); n != 1 || b != 500 {
 		t.Errorf("expect one claim and a balance of 500, got %d and %d", n, b)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -40,9 +41,10 @@ func benchReceiver(b *testing.B, client idem.TransactWriteAPI, opt func(*webhook
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := webhook.New(store, func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
+	credit := creditWrite("accounts", "acc-9", 500)
+	r, err := webhook.New(store, func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		resp, err := webhook.JSON(200, map[string]string{"status": "processed", "id": req.Key})
-		return webhook.Effect{Writes: []types.TransactWriteItem{creditWrite("accounts", "acc-9", 500)}, Response: resp}, err
+		return resp, idem.Effect{Writes: []types.TransactWriteItem{credit}}, err
 	}, opt)
 	if err != nil {
 		b.Fatal(err)
@@ -58,11 +60,11 @@ func BenchmarkWebhook(b *testing.B) {
 	signed := func(o *webhook.Options) { o.Verifier = &webhook.HMACVerifier{Secrets: []string{secret}} }
 	generic := delivery{body: creditBody, headers: map[string]string{
 		"content-type": "application/json", "idempotency-key": "k-1", "user-agent": "bench", "x-forwarded-for": "1.2.3.4",
-		"x-signature": webhook.HMACSignature(secret, []byte(creditBody))}}
+		"x-signature": idemtest.HMACSignature(secret, []byte(creditBody))}}
 	stripeBody := `{"id":"evt_001","type":"payment_intent.succeeded","account":"acc-9","cents":500}`
 	stripe := delivery{body: stripeBody, headers: map[string]string{
 		"content-type": "application/json", "user-agent": "Stripe/1.0", "x-forwarded-for": "1.2.3.4",
-		"stripe-signature": webhook.StripeSignature("whsec_x", time.Now(), []byte(stripeBody))}}
+		"stripe-signature": idemtest.StripeSignature("whsec_x", time.Now(), []byte(stripeBody))}}
 
 	// A duplicate's cancellation returns the claim a first delivery put.
 	first := &fakeTx{}

@@ -4,16 +4,22 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
+	"github.com/idemkit/kit/idem/webhook/secrets"
 )
 
 func ExampleStripeVerifier() {
@@ -21,8 +27,8 @@ func ExampleStripeVerifier() {
 	v := &webhook.StripeVerifier{Secrets: []string{"whsec_old", "whsec_new"}, Now: func() time.Time { return now }}
 	body := []byte(`{"id":"evt_1","type":"payment_intent.succeeded"}`)
 
-	fresh := webhook.Header{"Stripe-Signature": webhook.StripeSignature("whsec_new", now, body)}
-	stale := webhook.Header{"Stripe-Signature": webhook.StripeSignature("whsec_new", now.Add(-10*time.Minute), body)}
+	fresh := webhook.Header{"Stripe-Signature": idemtest.StripeSignature("whsec_new", now, body)}
+	stale := webhook.Header{"Stripe-Signature": idemtest.StripeSignature("whsec_new", now.Add(-10*time.Minute), body)}
 	fmt.Println(v.Verify(fresh, body))
 	fmt.Println(v.Verify(stale, body))
 	// Output:
@@ -54,16 +60,81 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	secrets, err := webhook.SecretEnv{Parameters: ssm.NewFromConfig(cfg)}.Load(ctx, "STRIPE_WEBHOOK_SECRET")
+	stripe, err := secrets.Env{Parameters: ssm.NewFromConfig(cfg)}.Load(ctx, "STRIPE_WEBHOOK_SECRET")
 	if err != nil {
 		log.Fatal(err)
 	}
-	r, err := webhook.New(store, func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
+	r, err := webhook.New(store, func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		resp, err := webhook.JSON(200, map[string]string{"received": req.Key})
-		return webhook.Effect{Response: resp}, err
-	}, webhook.Stripe(secrets...))
+		return resp, idem.Effect{}, err
+	}, webhook.Stripe(stripe...))
 	if err != nil {
 		log.Fatal(err)
 	}
 	lambda.Start(webhook.Mux{"POST /webhooks/stripe": r}.HandleV2)
+}
+
+// A credits webhook whose body is decoded into a struct: the first
+// delivery credits the account, its redelivery replays the answer, and a
+// body that does not decode is a 400 with the decoder's reason, nothing
+// committed.
+func ExampleJSONHandler() {
+	ctx := context.Background()
+	client, processed, accounts, ok := exampleTables(ctx) // a local DynamoDB, as in tests
+	if !ok {
+		return
+	}
+	store, err := idem.New(client, processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+	if err != nil {
+		panic(err)
+	}
+	type credit struct {
+		Account string `json:"account"`
+		Cents   int64  `json:"cents"`
+	}
+	r, err := webhook.New(store, webhook.JSONHandler(func(ctx context.Context, c credit, req webhook.Request) (webhook.Response, idem.Effect, error) {
+		w, err := idem.Update(accounts, map[string]string{"account": c.Account}, expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
+		if err != nil {
+			return webhook.Response{}, idem.Effect{}, err
+		}
+		resp, err := webhook.JSON(200, map[string]any{"credited": c.Account, "cents": c.Cents})
+		return resp, idem.Effect{Writes: []types.TransactWriteItem{w}}, err
+	}))
+	if err != nil {
+		panic(err)
+	}
+	for _, d := range []struct{ key, body string }{
+		{"k-1", `{"account":"acc-9","cents":500}`},
+		{"k-1", `{"account":"acc-9","cents":500}`},
+		{"k-2", `{"account":"acc-9","cents":"500"}`},
+	} {
+		e := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: "/webhooks/credits", Body: d.body,
+			Headers: map[string]string{"idempotency-key": d.key}}
+		e.RequestContext.HTTP.Method = "POST"
+		resp, _ := r.HandleV2(ctx, e)
+		fmt.Printf("%d replayed=%v %s\n", resp.StatusCode, resp.Headers["Idempotent-Replayed"] == "true", resp.Body)
+	}
+	// Output:
+	// 200 replayed=false {"cents":500,"credited":"acc-9"}
+	// 200 replayed=true {"cents":500,"credited":"acc-9"}
+	// 400 replayed=false {"type":"about:blank","title":"Bad Request","status":400,"detail":"the body does not decode into the handler's type: json: cannot unmarshal string into Go struct field credit.cents of type int64"}
+}
+
+// exampleTables creates an example's tables on a local DynamoDB, as in
+// tests. Without one it prints what to install, once, and the example
+// fails on that line rather than panicking.
+func exampleTables(ctx context.Context) (client *dynamodb.Client, processed, accounts string, ok bool) {
+	endpoint, err := idemtest.SharedEndpoint()
+	if err == nil {
+		client = idemtest.NewClient(endpoint)
+		processed, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+	}
+	if err == nil {
+		accounts, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "accounts", HashKey: "account"})
+	}
+	if err != nil {
+		fmt.Println("this example needs a local DynamoDB:", err)
+		return nil, "", "", false
+	}
+	return client, processed, accounts, true
 }

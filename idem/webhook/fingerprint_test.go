@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -28,11 +29,11 @@ func stripeEvent(id, typ, apiVersion string, pending int) string {
 func TestFingerprintTellsRedeliveryFromReuse(t *testing.T) {
 	const whsec, ghSecret = "whsec_fp", "gh-secret"
 	stripe := func(body string) delivery {
-		return delivery{body: body, headers: map[string]string{"Stripe-Signature": webhook.StripeSignature(whsec, time.Now(), []byte(body))}}
+		return delivery{body: body, headers: map[string]string{"Stripe-Signature": idemtest.StripeSignature(whsec, time.Now(), []byte(body))}}
 	}
 	github := func(id, event, body string) delivery {
 		return delivery{body: body, headers: map[string]string{"X-GitHub-Delivery": id, "X-GitHub-Event": event,
-			"X-Hub-Signature-256": webhook.HMACSignature(ghSecret, []byte(body))}}
+			"X-Hub-Signature-256": idemtest.HMACSignature(ghSecret, []byte(body))}}
 	}
 	ghBody := func(action string) string { return `{"action":"` + action + `","account":"acc-9","cents":100}` }
 	onAccountAndCents := func(o *webhook.Options) {
@@ -88,7 +89,7 @@ func TestFingerprintTellsRedeliveryFromReuse(t *testing.T) {
 			}
 			var credit struct{ Cents int64 }
 			_ = json.Unmarshal([]byte(tc.first.body), &credit)
-			if b := e.balance(t, "acc-9"); b != credit.Cents {
+			if b := e.Balance(t, "acc-9"); b != credit.Cents {
 				t.Errorf("expect the first delivery's credit once, %d, got a balance of %d", credit.Cents, b)
 			}
 			logged := e.logged(t)
@@ -145,7 +146,7 @@ func TestFingerprintRefusals(t *testing.T) {
 			if counts, lines := e.counted(t); lines != 1 || counts[idem.Refused] != 1 {
 				t.Errorf("expect one metric line, Refused, got %d: %v", lines, counts)
 			}
-			if n := e.claims(t); n != 0 {
+			if n := e.Claims(t); n != 0 {
 				t.Errorf("expect no claim, got %d", n)
 			}
 		})
@@ -225,7 +226,7 @@ func TestUnreadableStoredResponseCountsOnce(t *testing.T) {
 func TestClaimsStoredBeforeTheFingerprint(t *testing.T) {
 	const whsec = "whsec_fp"
 	stripe := func(body string) delivery {
-		return delivery{body: body, headers: map[string]string{"Stripe-Signature": webhook.StripeSignature(whsec, time.Now(), []byte(body))}}
+		return delivery{body: body, headers: map[string]string{"Stripe-Signature": idemtest.StripeSignature(whsec, time.Now(), []byte(body))}}
 	}
 	first := stripeEvent("evt_1", "payment_intent.succeeded", "2024-06-20", 2)
 	for _, tc := range []struct {
@@ -246,7 +247,7 @@ func TestClaimsStoredBeforeTheFingerprint(t *testing.T) {
 			if a.status != tc.status || (a.status == 200) != (a.headers["Idempotent-Replayed"] == "true") {
 				t.Fatalf("retry after the upgrade: expect %d (replayed when 200), got %d %v %s", tc.status, a.status, a.headers, a.body)
 			}
-			if b := e.balance(t, "acc-9"); b != 100 {
+			if b := e.Balance(t, "acc-9"); b != 100 {
 				t.Errorf("expect one credit of 100, got %d", b)
 			}
 		})

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -30,9 +31,10 @@ func fuzzReceiver(f *testing.F, opt func(*webhook.Options)) *webhook.Receiver {
 	if err != nil {
 		f.Fatal(err)
 	}
-	r, err := webhook.New(store, func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
+	credit := creditWrite("accounts", "acc-9", 1)
+	r, err := webhook.New(store, func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		resp, err := webhook.JSON(200, map[string]string{"id": req.Key})
-		return webhook.Effect{Writes: []types.TransactWriteItem{creditWrite("accounts", "acc-9", 1)}, Response: resp}, err
+		return resp, idem.Effect{Writes: []types.TransactWriteItem{credit}}, err
 	}, opt)
 	if err != nil {
 		f.Fatal(err)
@@ -48,8 +50,8 @@ func FuzzRequest(f *testing.F) {
 		b64          bool
 		key, sig, ct string
 	}{
-		{creditBody, false, "evt_001", webhook.HMACSignature(secret, []byte(creditBody)), "application/json"},
-		{base64.StdEncoding.EncodeToString([]byte(creditBody)), true, "evt_001", webhook.HMACSignature(secret, []byte(creditBody)), ""},
+		{creditBody, false, "evt_001", idemtest.HMACSignature(secret, []byte(creditBody)), "application/json"},
+		{base64.StdEncoding.EncodeToString([]byte(creditBody)), true, "evt_001", idemtest.HMACSignature(secret, []byte(creditBody)), ""},
 		{creditBody, true, "evt_001", "", ""},
 		{"{\"a\":\"\xff\"}", false, "k", "sha256=00", ""},
 		{creditBody + "{}", false, "\"quoted\\\"key\"", "", ""},
@@ -88,7 +90,7 @@ func FuzzRequest(f *testing.F) {
 func FuzzStripeVerifier(f *testing.F) {
 	now := time.Unix(1_780_000_000, 0)
 	body := []byte(`{"id":"evt_1"}`)
-	f.Add(webhook.StripeSignature("whsec_a", now, body), body)
+	f.Add(idemtest.StripeSignature("whsec_a", now, body), body)
 	f.Add("t=1780000000,v1=zz,v1=", body)
 	f.Add("t=,v1", []byte{})
 	f.Add("t=99999999999999999999,v1=00", body)
@@ -99,7 +101,7 @@ func FuzzStripeVerifier(f *testing.F) {
 		if err != nil && !errors.Is(err, webhook.ErrSignature) {
 			t.Fatalf("error %v does not match ErrSignature", err)
 		}
-		if err == nil && header != webhook.StripeSignature("whsec_a", now, body) {
+		if err == nil && header != idemtest.StripeSignature("whsec_a", now, body) {
 			// Another header may verify only by carrying the same v1 for
 			// a timestamp within tolerance: check it holds a valid one.
 			if verr := v.Verify(webhook.Header{"stripe-signature": header}, append(body, 'x')); verr == nil {
@@ -112,10 +114,10 @@ func FuzzStripeVerifier(f *testing.F) {
 // FuzzHMACVerifier: only the body's own signature verifies.
 func FuzzHMACVerifier(f *testing.F) {
 	body := []byte(creditBody)
-	f.Add(webhook.HMACSignature(secret, body), body)
+	f.Add(idemtest.HMACSignature(secret, body), body)
 	f.Add("sha256=", body)
 	f.Add("sha256=zz", []byte{})
-	f.Add("SHA256="+webhook.HMACSignature(secret, body)[7:], body)
+	f.Add("SHA256="+idemtest.HMACSignature(secret, body)[7:], body)
 	v := &webhook.HMACVerifier{Secrets: []string{secret}, Header: "X-Hub-Signature-256"}
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
 		err := v.Verify(webhook.Header{"x-hub-signature-256": header}, body)
@@ -123,7 +125,7 @@ func FuzzHMACVerifier(f *testing.F) {
 			t.Fatalf("error %v does not match ErrSignature", err)
 		}
 		// Hex digits may come in either case: the same signature.
-		if err == nil && !strings.EqualFold(header, webhook.HMACSignature(secret, body)) {
+		if err == nil && !strings.EqualFold(header, idemtest.HMACSignature(secret, body)) {
 			t.Fatalf("header %q verified a body it does not sign", header)
 		}
 	})

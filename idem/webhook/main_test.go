@@ -7,14 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
@@ -22,30 +19,21 @@ import (
 	"github.com/idemkit/kit/idem/webhook"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
-// env is one test's tables on the real local endpoint, a Store over them,
-// and the Store's log (at INFO, as deployed) and metrics.
+// env is one test's tables on the real local endpoint (idemtest.Env), a
+// Store over them, and the Store's log (at INFO, as deployed) and metrics.
 type env struct {
-	client    *dynamodb.Client
-	processed string
-	accounts  string
-	store     *idem.Store
-	log       *bytes.Buffer
-	metrics   *bytes.Buffer
+	*idemtest.Env
+	store   *idem.Store
+	log     *bytes.Buffer
+	metrics *bytes.Buffer
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	c := idemtest.Client(t)
-	e := &env{client: c, log: &bytes.Buffer{}, metrics: &bytes.Buffer{}}
-	e.processed = idemtest.ProcessedTable(t, c)
-	e.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-	e.store = e.newStore(t, c)
+	e := &env{Env: idemtest.NewEnv(t), log: &bytes.Buffer{}, metrics: &bytes.Buffer{}}
+	e.store = e.newStore(t, e.Client)
 	return e
 }
 
@@ -53,7 +41,7 @@ func newEnv(t *testing.T) *env {
 // and metrics.
 func (e *env) newStore(t *testing.T, client idem.TransactWriteAPI, optFns ...func(*idem.Options)) *idem.Store {
 	t.Helper()
-	store, err := idem.New(client, e.processed, append([]func(*idem.Options){func(o *idem.Options) {
+	store, err := idem.New(client, e.Processed, append([]func(*idem.Options){func(o *idem.Options) {
 		o.Observers = []idem.Observer{idemtest.EMF(t, e.metrics)}
 		o.Logger = slog.New(slog.NewJSONHandler(e.log, nil))
 	}}, optFns...)...)
@@ -99,46 +87,36 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 
 func (e *env) receiver(t *testing.T, optFns ...func(*webhook.Options)) *webhook.Receiver {
 	t.Helper()
-	r, err := webhook.New(e.store, creditHandler(e.accounts), optFns...)
+	r, err := webhook.New(e.store, creditHandler(e.Accounts), optFns...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func creditWrite(table, account string, cents int64) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(table),
-		Key:                       map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-		UpdateExpression:          aws.String("ADD balance :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.FormatInt(cents, 10)}},
-	}}
+// creditWrite adds cents to the balance of account in table.
+func creditWrite(table, account string, cents int64, cond ...expression.ConditionBuilder) types.TransactWriteItem {
+	w, err := idem.Update(table, map[string]string{"account": account}, expression.Add(expression.Name("balance"), expression.Value(cents)), cond...)
+	if err != nil {
+		panic(err) // a constant expression: cannot fail
+	}
+	return w
 }
 
 // creditHandler credits {"account": …, "cents": …} and answers
 // {"id":"<key>","status":"processed"}.
 func creditHandler(accounts string) webhook.Handler {
-	return func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
+	return func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		var c struct {
 			Account string `json:"account"`
 			Cents   int64  `json:"cents"`
 		}
 		if err := json.Unmarshal(req.Body, &c); err != nil || c.Account == "" || c.Cents <= 0 {
-			return webhook.Effect{}, webhook.BadRequest(errors.New(`"account" must be a non-empty string and "cents" a positive whole number`))
+			return webhook.Response{}, idem.Effect{}, webhook.BadRequest(errors.New(`"account" must be a non-empty string and "cents" a positive whole number`))
 		}
 		resp, err := webhook.JSON(200, map[string]string{"status": "processed", "id": req.Key})
-		return webhook.Effect{Writes: []types.TransactWriteItem{creditWrite(accounts, c.Account, c.Cents)}, Response: resp}, err
+		return resp, idem.Effect{Writes: []types.TransactWriteItem{creditWrite(accounts, c.Account, c.Cents)}}, err
 	}
-}
-
-func (e *env) balance(t *testing.T, account string) int64 {
-	t.Helper()
-	return idemtest.Number(t, e.client, e.accounts, "account", account, "balance")
-}
-
-func (e *env) claims(t *testing.T) int {
-	t.Helper()
-	return idemtest.ItemCount(t, e.client, e.processed)
 }
 
 // delivery is one HTTP request, sent in either payload format.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -16,8 +17,8 @@ import (
 func routes(t *testing.T) webhook.Mux {
 	e := newEnv(t)
 	named := func(source string) *webhook.Receiver {
-		r, err := webhook.New(e.store, func(_ context.Context, req webhook.Request) (webhook.Effect, error) {
-			return webhook.Effect{Response: webhook.Response{Body: []byte(req.Source)}}, nil
+		r, err := webhook.New(e.store, func(_ context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
+			return webhook.Response{Body: []byte(req.Source)}, idem.Effect{}, nil
 		}, func(o *webhook.Options) { o.Source = source })
 		if err != nil {
 			t.Fatal(err)

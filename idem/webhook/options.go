@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"context"
 	"time"
 )
 
@@ -79,11 +78,6 @@ type KeyFunc func(h Header, body []byte) (string, error)
 // message, whatever their bytes. Returning "" leaves the body's SHA-256 as
 // the fingerprint.
 type FingerprintFunc func(req Request) (string, error)
-
-// Handler reads a verified delivery and describes its effect and answer. It
-// must not write to DynamoDB itself. A returned error commits nothing: a
-// BadRequest error is a 400, any other error a 500.
-type Handler func(ctx context.Context, req Request) (Effect, error)
 
 // Request is a verified delivery with its key.
 type Request struct {

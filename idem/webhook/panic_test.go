@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
@@ -22,12 +22,11 @@ func (panickingVerifier) Verify(webhook.Header, []byte) error { panic("boom") }
 // nothing committed.
 func TestCallbackPanicsFailOneDelivery(t *testing.T) {
 	rejecting := func(accounts string) webhook.Handler {
-		return func(context.Context, webhook.Request) (webhook.Effect, error) {
-			w := creditWrite(accounts, "acc-9", 500)
-			w.Update.ConditionExpression = aws.String("attribute_exists(account)") // acc-9 does not exist
-			return webhook.Effect{
+		return func(context.Context, webhook.Request) (webhook.Response, idem.Effect, error) {
+			w := creditWrite(accounts, "acc-9", 500, expression.AttributeExists(expression.Name("account"))) // acc-9 does not exist
+			return webhook.Response{}, idem.Effect{
 				Writes:   []types.TransactWriteItem{w},
-				Rejected: func(*idem.RejectedError) webhook.Response { panic("boom") },
+				Rejected: webhook.Reject(func(*idem.RejectedError) webhook.Response { panic("boom") }),
 			}, nil
 		}
 	}
@@ -45,13 +44,13 @@ func TestCallbackPanicsFailOneDelivery(t *testing.T) {
 		}, creditHandler},
 		{"Effect.Rejected", func(*webhook.Options) {}, rejecting},
 		{"the handler", func(*webhook.Options) {}, func(string) webhook.Handler {
-			return func(context.Context, webhook.Request) (webhook.Effect, error) { panic("boom") }
+			return func(context.Context, webhook.Request) (webhook.Response, idem.Effect, error) { panic("boom") }
 		}},
 	} {
 		for format, send := range map[string]func(*testing.T, *webhook.Receiver, delivery) answer{"v2": sendV2, "v1": sendV1} {
 			t.Run(tc.callback+" "+format, func(t *testing.T) {
 				e := newEnv(t)
-				r, err := webhook.New(e.store, tc.handler(e.accounts), tc.opt)
+				r, err := webhook.New(e.store, tc.handler(e.Accounts), tc.opt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -72,7 +71,7 @@ func TestCallbackPanicsFailOneDelivery(t *testing.T) {
 				if counts, lines := e.counted(t); lines != 1 || counts[idem.Failed] != 1 {
 					t.Errorf("expect one metric line, Failed, got %d line(s): %v", lines, counts)
 				}
-				if n, b := e.claims(t), e.balance(t, "acc-9"); n != 0 || b != 0 {
+				if n, b := e.Claims(t), e.Balance(t, "acc-9"); n != 0 || b != 0 {
 					t.Errorf("expect no claim and no credit, got %d claim(s) and a balance of %d", n, b)
 				}
 				t.Logf("%d %s; logged %s", a.status, a.body, logged[0]["error"])

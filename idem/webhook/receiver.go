@@ -181,20 +181,30 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 			return err
 		}}
 	res, err := r.store.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
-		eff, err := r.handler(ctx, req)
+		resp, eff, err := r.handler(ctx, req)
 		if err != nil {
 			return idem.Effect{}, err
 		}
-		answer = normalize(eff.Response)
-		out := idem.Effect{Writes: eff.Writes, Response: encodeResponse(answer)}
-		if eff.Rejected != nil {
-			// Process runs it under its own recovery (Effect.Rejected).
-			out.Rejected = func(rej *idem.RejectedError) []byte {
-				answer = normalize(eff.Rejected(rej))
-				return encodeResponse(answer)
+		if len(eff.Response) != 0 {
+			return idem.Effect{}, &idem.InvalidError{Reason: "the webhook Handler set idem.Effect.Response; its answer is the Response it returns"}
+		}
+		answer = normalize(resp)
+		eff.Response = encodeResponse(answer)
+		if rejected := eff.Rejected; rejected != nil {
+			// Process runs it under its own recovery (Effect.Rejected), so
+			// bytes this adapter cannot replay fail the delivery there,
+			// before anything is recorded.
+			eff.Rejected = func(rej *idem.RejectedError) []byte {
+				b := rejected(rej)
+				resp, err := decodeResponse(b)
+				if err != nil {
+					panic(errNotRejectResponse)
+				}
+				answer = resp
+				return b
 			}
 		}
-		return out, nil
+		return eff, nil
 	})
 	if err != nil {
 		return r.answerError(req.Key, err)
@@ -205,6 +215,9 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 	stored.Headers["Idempotent-Replayed"] = "true"
 	return stored
 }
+
+// errNotRejectResponse is why a rejection's bytes are refused.
+var errNotRejectResponse = errors.New("webhook: Effect.Rejected returned bytes that are not a webhook Response; build it with webhook.Reject")
 
 func normalize(r Response) Response {
 	if r.Status == 0 {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -47,7 +47,7 @@ func TestRedeliveriesReplayTheFirstResponse(t *testing.T) {
 			t.Errorf("redelivery %d: expect %d %v %q, got %d %v %q", i, first.status, want, first.body, got.status, got.headers, got.body)
 		}
 	}
-	if got := e.balance(t, "acc-9"); got != 500 {
+	if got := e.Balance(t, "acc-9"); got != 500 {
 		t.Errorf("expect one credit of 500, got a balance of %d", got)
 	}
 }
@@ -81,7 +81,7 @@ func TestConcurrentDeliveriesApplyOnce(t *testing.T) {
 	if replayed != 4 {
 		t.Errorf("expect 4 replayed answers, got %d", replayed)
 	}
-	if got := e.balance(t, "acc-9"); got != 500 {
+	if got := e.Balance(t, "acc-9"); got != 500 {
 		t.Errorf("expect one credit of 500, got a balance of %d", got)
 	}
 }
@@ -99,7 +99,7 @@ func TestKeyReusedWithAnotherPayloadIs422(t *testing.T) {
 	if d := problemDetail(t, a); !strings.Contains(d, `"k-1"`) {
 		t.Errorf("expect the detail to name the key, got %q", d)
 	}
-	if got := e.balance(t, "acc-9"); got != 500 {
+	if got := e.Balance(t, "acc-9"); got != 500 {
 		t.Errorf("expect the balance to stay 500, got %d", got)
 	}
 }
@@ -107,7 +107,7 @@ func TestKeyReusedWithAnotherPayloadIs422(t *testing.T) {
 func TestRefusalsApplyNothing(t *testing.T) {
 	signed := func(body string, h map[string]string) map[string]string {
 		h = maps.Clone(h)
-		h["X-Signature"] = webhook.HMACSignature(secret, []byte(body))
+		h["X-Signature"] = idemtest.HMACSignature(secret, []byte(body))
 		return h
 	}
 	big := `{"account":"acc-9","cents":1,"pad":"` + strings.Repeat("x", 300<<10) + `"}`
@@ -157,7 +157,7 @@ func TestRefusalsApplyNothing(t *testing.T) {
 			if d := problemDetail(t, a); !strings.Contains(d, tc.detail) {
 				t.Errorf("expect the detail to say %q, got %q", tc.detail, d)
 			}
-			if n, b := e.claims(t), e.balance(t, "acc-9"); n != 0 || b != 0 {
+			if n, b := e.Claims(t), e.Balance(t, "acc-9"); n != 0 || b != 0 {
 				t.Errorf("expect no claim and no credit, got %d claim(s) and a balance of %d", n, b)
 			}
 			// Refusals before the claim are the sender's fault (Refused);
@@ -182,7 +182,7 @@ func TestSignedDeliveryIsAccepted(t *testing.T) {
 		o.Verifier = &webhook.HMACVerifier{Secrets: []string{"old-secret", secret}}
 	})
 	h := keyed("k-1")
-	h["x-signature"] = webhook.HMACSignature(secret, []byte(creditBody))
+	h["x-signature"] = idemtest.HMACSignature(secret, []byte(creditBody))
 	if a := sendV2(t, r, delivery{body: creditBody, headers: h}); a.status != 200 {
 		t.Fatalf("expect 200 with the second secret, got %d %s", a.status, a.body)
 	}
@@ -196,7 +196,7 @@ func TestBase64DeliveryIsTheSamePayload(t *testing.T) {
 	if plain.status != 200 || encoded.status != 200 || encoded.body != plain.body || encoded.headers["Idempotent-Replayed"] != "true" {
 		t.Fatalf("expect the base64 delivery to replay %d %s, got %d %v %s", plain.status, plain.body, encoded.status, encoded.headers, encoded.body)
 	}
-	if got := e.balance(t, "acc-9"); got != 500 {
+	if got := e.Balance(t, "acc-9"); got != 500 {
 		t.Errorf("expect one credit of 500, got %d", got)
 	}
 }
@@ -222,7 +222,7 @@ func TestPayloadFormatsAgree(t *testing.T) {
 			for _, d := range seq {
 				got[name] = append(got[name], send(t, r, d))
 			}
-			if b := e.balance(t, "acc-9"); b != 507 {
+			if b := e.Balance(t, "acc-9"); b != 507 {
 				t.Errorf("expect a balance of 507, got %d", b)
 			}
 		})
@@ -255,7 +255,7 @@ func TestHeadersMatchCaseInsensitively(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			r := e.receiver(t, func(o *webhook.Options) { o.Verifier = &webhook.HMACVerifier{Secrets: []string{secret}} })
-			h := map[string]string{tc.key: "k-1", tc.sig: webhook.HMACSignature(secret, body)}
+			h := map[string]string{tc.key: "k-1", tc.sig: idemtest.HMACSignature(secret, body)}
 			var a answer
 			if tc.multi {
 				ev := delivery{body: creditBody, headers: h}.v1()
@@ -276,16 +276,15 @@ func TestRejectionsAreRecordedOrRefused(t *testing.T) {
 	e := newEnv(t)
 	// The account must exist: acc-9 does not, so the condition fails.
 	handler := func(record bool) webhook.Handler {
-		return func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
-			w := creditWrite(e.accounts, "acc-9", 500)
-			w.Update.ConditionExpression = aws.String("attribute_exists(account)")
-			eff := webhook.Effect{Writes: []types.TransactWriteItem{w}, Response: webhook.Response{Body: []byte("credited")}}
+		return func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
+			w := creditWrite(e.Accounts, "acc-9", 500, expression.AttributeExists(expression.Name("account")))
+			eff := idem.Effect{Writes: []types.TransactWriteItem{w}}
 			if record {
-				eff.Rejected = func(*idem.RejectedError) webhook.Response {
+				eff.Rejected = webhook.Reject(func(*idem.RejectedError) webhook.Response {
 					return webhook.Response{Status: 402, Headers: map[string]string{"X-Reason": "no account"}, Body: []byte("no such account")}
-				}
+				})
 			}
-			return eff, nil
+			return webhook.Response{Body: []byte("credited")}, eff, nil
 		}
 	}
 	recorded, err := webhook.New(e.store, handler(true))
@@ -307,18 +306,18 @@ func TestRejectionsAreRecordedOrRefused(t *testing.T) {
 	if a := sendV2(t, refused, delivery{body: creditBody, headers: keyed("k-2")}); a.status != http.StatusConflict {
 		t.Errorf("unrecorded rejection: expect 409, got %d %s", a.status, a.body)
 	}
-	if n, b := e.claims(t), e.balance(t, "acc-9"); n != 1 || b != 0 {
+	if n, b := e.Claims(t), e.Balance(t, "acc-9"); n != 1 || b != 0 {
 		t.Errorf("expect one claim (the recorded rejection) and no credit, got %d and %d", n, b)
 	}
 }
 
 func TestServerSideFailures(t *testing.T) {
 	e := newEnv(t)
-	panicking := func(context.Context, webhook.Request) (webhook.Effect, error) { panic("boom") }
-	failing := func(context.Context, webhook.Request) (webhook.Effect, error) {
-		return webhook.Effect{}, errors.New("db password is hunter2")
+	panicking := func(context.Context, webhook.Request) (webhook.Response, idem.Effect, error) { panic("boom") }
+	failing := func(context.Context, webhook.Request) (webhook.Response, idem.Effect, error) {
+		return webhook.Response{}, idem.Effect{}, errors.New("db password is hunter2")
 	}
-	missing, err := idem.New(e.client, "no-such-table", func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+	missing, err := idem.New(e.Client, "no-such-table", func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +332,8 @@ func TestServerSideFailures(t *testing.T) {
 	}{
 		{"handler panics", e.store, panicking, context.Background(), 500},
 		{"handler fails", e.store, failing, context.Background(), 500},
-		{"table missing", missing, creditHandler(e.accounts), context.Background(), 500},
-		{"transient", e.store, creditHandler(e.accounts), cancelled, 503},
+		{"table missing", missing, creditHandler(e.Accounts), context.Background(), 500},
+		{"transient", e.store, creditHandler(e.Accounts), cancelled, 503},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := webhook.New(tc.store, tc.h, func(o *webhook.Options) { o.RetryAfter = 1500e6 })
@@ -360,15 +359,15 @@ func TestServerSideFailures(t *testing.T) {
 			}
 		})
 	}
-	if n, b := e.claims(t), e.balance(t, "acc-9"); n != 0 || b != 0 {
+	if n, b := e.Claims(t), e.Balance(t, "acc-9"); n != 0 || b != 0 {
 		t.Errorf("expect no claim and no credit, got %d and %d", n, b)
 	}
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
 	e := newEnv(t)
-	h := creditHandler(e.accounts)
-	scoped := e.newStore(t, e.client, func(o *idem.Options) { o.Scope = "billing" })
+	h := creditHandler(e.Accounts)
+	scoped := e.newStore(t, e.Client, func(o *idem.Options) { o.Scope = "billing" })
 	source := func(s string) func(*webhook.Options) { return func(o *webhook.Options) { o.Source = s } }
 	for _, tc := range []struct {
 		name  string
@@ -412,7 +411,7 @@ func TestCommitWithLostAnswerIs503(t *testing.T) {
 	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultLostResponse: 1}, Operations: []string{"TransactWriteItems"}}
 	lossy := e.newStore(t, idemtest.Client(t, faults.Option, func(o *dynamodb.Options) { o.RetryMaxAttempts = 2 }))
 	d := delivery{body: creditBody, headers: keyed("k-1")}
-	r, err := webhook.New(lossy, creditHandler(e.accounts))
+	r, err := webhook.New(lossy, creditHandler(e.Accounts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,14 +422,14 @@ func TestCommitWithLostAnswerIs503(t *testing.T) {
 	if detail := problemDetail(t, a); strings.Contains(detail, "nothing was applied") {
 		t.Errorf("expect a detail that does not say nothing was applied, got %q", detail)
 	}
-	if n, b := e.claims(t), e.balance(t, "acc-9"); n != 1 || b != 500 {
+	if n, b := e.Claims(t), e.Balance(t, "acc-9"); n != 1 || b != 500 {
 		t.Fatalf("expect the lost commit applied (1 claim, 500), got %d and %d", n, b)
 	}
 	again := sendV2(t, e.receiver(t), d)
 	if again.status != 200 || again.headers["Idempotent-Replayed"] != "true" || again.body != `{"id":"k-1","status":"processed"}` {
 		t.Errorf("retry: expect the stored 200 replayed, got %d %v %s", again.status, again.headers, again.body)
 	}
-	if b := e.balance(t, "acc-9"); b != 500 {
+	if b := e.Balance(t, "acc-9"); b != 500 {
 		t.Errorf("expect one credit of 500, got %d", b)
 	}
 	counts, _ := e.counted(t)

@@ -9,28 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemkit/kit/idem"
 )
-
-// Effect is what a delivery does and answers.
-type Effect struct {
-	// Writes are the business writes, committed with the delivery's claim
-	// (see idem.Effect).
-	Writes []types.TransactWriteItem
-
-	// Response answers this delivery and, stored with the claim, every
-	// redelivery of it.
-	Response Response
-
-	// Rejected, when set, records a failed condition of one of Writes as the
-	// delivery's outcome: the claim commits without the effect, and the
-	// Response it returns answers this delivery and is replayed to every
-	// redelivery. When nil, a failed condition commits nothing and is a 409.
-	Rejected func(*idem.RejectedError) Response
-}
 
 // Response is an HTTP answer.
 type Response struct {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -18,7 +19,7 @@ func TestStripeDeliveries(t *testing.T) {
 		return `{"id":"` + id + `","type":"charge.test","account":"acc-9","cents":100}`
 	}
 	stripe := func(body, secret string, at time.Time) delivery {
-		return delivery{body: body, headers: map[string]string{"Stripe-Signature": webhook.StripeSignature(secret, at, []byte(body))}}
+		return delivery{body: body, headers: map[string]string{"Stripe-Signature": idemtest.StripeSignature(secret, at, []byte(body))}}
 	}
 	for _, tc := range []struct {
 		name     string
@@ -56,7 +57,7 @@ func TestStripeDeliveries(t *testing.T) {
 			}
 		})
 	}
-	if n, b := e.claims(t), e.balance(t, "acc-9"); n != 2 || b != 200 {
+	if n, b := e.Claims(t), e.Balance(t, "acc-9"); n != 2 || b != 200 {
 		t.Errorf("expect two claims and a balance of 200, got %d and %d", n, b)
 	}
 	if strings.Contains(e.log.String(), "whsec_") {
@@ -78,7 +79,7 @@ func TestGitHubDeliveries(t *testing.T) {
 	if a := sendV1(t, r, delivery{body: body, headers: h}); a.status != 400 {
 		t.Errorf("no delivery id: expect 400, got %d %s", a.status, a.body)
 	}
-	if b := e.balance(t, "acc-9"); b != 300 {
+	if b := e.Balance(t, "acc-9"); b != 300 {
 		t.Errorf("expect a balance of 300, got %d", b)
 	}
 }

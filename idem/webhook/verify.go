@@ -64,12 +64,6 @@ func (v *HMACVerifier) Verify(h Header, body []byte) error {
 	return unverified("%s matches no configured secret", name)
 }
 
-// HMACSignature is the "sha256=<hex>" header value a sender signs body
-// with: for tests and local tools.
-func HMACSignature(secret string, body []byte) string {
-	return "sha256=" + hex.EncodeToString(mac(secret, body))
-}
-
 // mac is the HMAC-SHA256 of parts, in order, with secret.
 func mac(secret string, parts ...[]byte) []byte {
 	m := hmac.New(sha256.New, []byte(secret))
@@ -156,13 +150,6 @@ func (v *StripeVerifier) matches(ts string, body []byte, sigs [][]byte) bool {
 		}
 	}
 	return false
-}
-
-// StripeSignature is the Stripe-Signature header value Stripe would send
-// for body at t, signed with secret: for tests and local tools.
-func StripeSignature(secret string, t time.Time, body []byte) string {
-	ts := strconv.FormatInt(t.Unix(), 10)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, []byte(ts), []byte("."), body))
 }
 
 // usableSecrets refuses an empty list and an empty secret: an HMAC under an

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
@@ -203,12 +204,11 @@ func sign(m message, secrets map[string]string, now time.Time) {
 	switch m.path {
 	case "/webhooks/credits":
 		if s := secrets["WEBHOOK_SECRET"]; s != "" {
-			m.headers["x-signature"] = "sha256=" + hmacHex(s, string(m.body))
+			m.headers["x-signature"] = idemtest.HMACSignature(s, m.body)
 		}
 	case "/webhooks/stripe":
 		if s := secrets["STRIPE_WEBHOOK_SECRET"]; s != "" {
-			t := strconv.FormatInt(now.Unix(), 10)
-			m.headers["stripe-signature"] = "t=" + t + ",v1=" + hmacHex(s, t+"."+string(m.body))
+			m.headers["stripe-signature"] = idemtest.StripeSignature(s, now, m.body)
 		}
 	}
 }

@@ -9,9 +9,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
@@ -183,7 +181,7 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 		}
 		sig := ""
 		if secret := secrets["WEBHOOK_SECRET"]; secret != "" {
-			sig = fmt.Sprintf(" \\\n    -H 'X-Signature: sha256=%s'", hmacHex(secret, body))
+			sig = fmt.Sprintf(" \\\n    -H 'X-Signature: %s'", idemtest.HMACSignature(secret, []byte(body)))
 		}
 		fmt.Fprintf(w, "  curl -i %s%s -H 'Idempotency-Key: evt_001'%s \\\n    -d '%s'\n", s.APIURL, r.Path, sig, body)
 		if secret := secrets["WEBHOOK_SECRET"]; secret != "" {
@@ -210,12 +208,6 @@ func firstTable(s *localstack.Stack, prefer string) string {
 		return s.Tables[id].Name
 	}
 	return ""
-}
-
-func hmacHex(secret, body string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(body))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 // state is what `idem-local send` needs to reach a running stack.

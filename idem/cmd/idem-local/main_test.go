@@ -43,7 +43,7 @@ func goBuild(t *testing.T, out, pkg string) {
 func TestSignalStopsEverything(t *testing.T) {
 	dir := t.TempDir()
 	echo := filepath.Join(dir, "echo", "bootstrap")
-	goBuild(t, echo, "../../localstack/testdata/echo")
+	goBuild(t, echo, "../../internal/localstack/testdata/echo")
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/webhook"
 )
 
 // TestStripeRetryRenderedAfresh delivers one Stripe event twice to the
@@ -98,7 +97,7 @@ func stripeAttempt(pending int, now time.Time) []byte {
 		`"status":"succeeded","metadata":{"account":"acc-stripe"}}}}`, pending)
 	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /webhooks/stripe", RawPath: "/webhooks/stripe",
 		Headers: map[string]string{"content-type": "application/json", "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
-			"stripe-signature": webhook.StripeSignature("whsec_chaos", now, []byte(body))},
+			"stripe-signature": idemtest.StripeSignature("whsec_chaos", now, []byte(body))},
 		Body: body}
 	ev.RequestContext.HTTP.Method = "POST"
 	b, _ := json.Marshal(ev)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 	"github.com/idemkit/kit/idem/webhook"
 )
@@ -191,14 +192,10 @@ type webDelivery struct {
 }
 
 func newWebRun(t *testing.T, store *idem.Store, tb *tables, msgs []*message, q func([]*webDelivery) *queue[*webDelivery]) *webRun {
-	r, err := webhook.New(store, func(_ context.Context, req webhook.Request) (webhook.Effect, error) {
-		var c credit
-		if err := json.Unmarshal(req.Body, &c); err != nil {
-			return webhook.Effect{}, webhook.BadRequest(err)
-		}
+	r, err := webhook.New(store, webhook.JSONHandler(func(_ context.Context, c credit, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		resp, err := webhook.JSON(200, map[string]string{"id": req.Key, "status": "processed"})
-		return webhook.Effect{Writes: tb.effect(c.Msg, c.Account, c.Cents), Response: resp}, err
-	}, func(o *webhook.Options) {
+		return resp, idem.Effect{Writes: tb.effect(c.Msg, c.Account, c.Cents)}, err
+	}), func(o *webhook.Options) {
 		o.Source = "chaos-webhook"
 		o.Verifier = &webhook.HMACVerifier{Secrets: []string{secret}}
 		o.Key = webhook.IdempotencyKey("id")
@@ -254,7 +251,7 @@ func (r *webRun) worker() {
 func (r *webRun) send(d *webDelivery) (status int, replayed bool, body string) {
 	m := d.m
 	raw := m.body(m.form == 2)
-	h := map[string]string{"Content-Type": "application/json", "X-Signature": webhook.HMACSignature(secret, []byte(raw))}
+	h := map[string]string{"Content-Type": "application/json", "X-Signature": idemtest.HMACSignature(secret, []byte(raw))}
 	switch m.form {
 	case 0:
 		h["Idempotency-Key"] = m.key

@@ -2,9 +2,6 @@ package localstack
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +19,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idemkit/kit/idem/idemtest"
 )
 
 // e2eBootstraps, when set, runs prebuilt functions instead of building the
@@ -68,7 +67,7 @@ func TestStackEndToEnd(t *testing.T) {
 
 	t.Run("webhook credits delivered six times credit once", func(t *testing.T) {
 		body := `{"id":"evt_e2e_web","account":"acc-web","cents":500}`
-		sig := "sha256=" + hmacHex(webhookSecret, body)
+		sig := idemtest.HMACSignature(webhookSecret, []byte(body))
 		deliver := func() (int, string) {
 			return post(t, stack.APIURL+"/webhooks/credits", body, map[string]string{"Idempotency-Key": "evt_e2e_web", "X-Signature": sig})
 		}
@@ -113,9 +112,8 @@ func TestStackEndToEnd(t *testing.T) {
 	t.Run("stripe event delivered three times credits once", func(t *testing.T) {
 		body := `{"id":"evt_e2e_stripe","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_e2e","object":"payment_intent","amount":2500,"amount_received":2500,"currency":"usd","status":"succeeded","metadata":{"account":"acc-stripe"}}}}`
 		for range 3 {
-			ts := strconv.FormatInt(time.Now().Unix(), 10)
 			code, b := post(t, stack.APIURL+"/webhooks/stripe", body, map[string]string{
-				"Stripe-Signature": "t=" + ts + ",v1=" + hmacHex(stripeSecret, ts+"."+body),
+				"Stripe-Signature": idemtest.StripeSignature(stripeSecret, time.Now(), []byte(body)),
 			})
 			if code != http.StatusOK {
 				t.Errorf("expect 200, got %d %s", code, b)
@@ -196,12 +194,6 @@ func TestStackEndToEnd(t *testing.T) {
 			t.Errorf("the HTTP API still listens on %s after Stop", addr)
 		}
 	})
-}
-
-func hmacHex(secret, msg string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(msg))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 func post(t *testing.T, url, body string, headers map[string]string) (int, string) {

@@ -4,41 +4,32 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/kit/functions/queue/internal/handler"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
 // TestBadBodiesFailWithTheirReason runs the queue function's handler on the
 // real local endpoint: each bad body is the one record in batchItemFailures,
 // its reason is logged, and nothing is claimed or credited.
 func TestBadBodiesFailWithTheirReason(t *testing.T) {
-	c := idemtest.Client(t)
-	processed := idemtest.ProcessedTable(t, c)
-	accounts := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
+	e := idemtest.NewEnv(t)
 	var logs bytes.Buffer
-	store, err := idem.New(c, processed, func(o *idem.Options) {
+	store, err := idem.New(e.Client, e.Processed, func(o *idem.Options) {
 		o.Observers = []idem.Observer{idemtest.EMF(t, &bytes.Buffer{})}
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.New(store, accounts)
+	h, err := handler.New(store, e.Accounts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +63,10 @@ func TestBadBodiesFailWithTheirReason(t *testing.T) {
 			}
 		})
 	}
-	out, err := c.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(processed), ConsistentRead: aws.Bool(true)})
-	if err != nil || len(out.Items) != 0 {
-		t.Errorf("want no claim, got %d, %v", len(out.Items), err)
+	if n := e.Claims(t); n != 0 {
+		t.Errorf("want no claim, got %d", n)
 	}
-	out, err = c.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(accounts), ConsistentRead: aws.Bool(true)})
-	if err != nil || len(out.Items) != 0 {
-		t.Errorf("want no account credited, got %v, %v", out.Items, err)
+	if n := idemtest.ItemCount(t, e.Client, e.Accounts); n != 0 {
+		t.Errorf("want no account credited, got %d item(s)", n)
 	}
 }

@@ -16,7 +16,10 @@ import (
 // New returns the queue function's batch handler: each record's body is
 // parsed with credit.Parse (a malformed body fails the record, and the
 // reason is logged) and credits its account in accountsTable. Its error is
-// sqsconsumer.New's.
+// sqsconsumer.New's. It is not an sqsconsumer.JSONHandler: the credit's
+// rules (a positive whole number of cents that fits in 64 bits, a
+// non-empty account) are more than encoding/json checks, and the webhook
+// function applies the same ones.
 func New(store *idem.Store, accountsTable string) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	return sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		c, err := credit.Parse([]byte(rec.Body))

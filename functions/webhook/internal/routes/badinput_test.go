@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/kit/idem/webhook"
+	"github.com/idemkit/kit/idem/idemtest"
 )
 
 // TestBadInputThroughTheFunction sends bad deliveries as the deployed
@@ -21,7 +21,7 @@ import (
 func TestBadInputThroughTheFunction(t *testing.T) {
 	f := newFn(t, map[string]string{"STRIPE_WEBHOOK_SECRET": stripeSecret, "WEBHOOK_SECRET": genericSecret})
 	now := time.Now()
-	sign := func(body string) string { return webhook.HMACSignature(genericSecret, []byte(body)) }
+	sign := func(body string) string { return idemtest.HMACSignature(genericSecret, []byte(body)) }
 	credit := func(key, fields string) string { return fmt.Sprintf(`{"id":%q,"account":"acc-9",%s}`, key, fields) }
 	good := credit("evt_1", `"cents":500`)
 	badUTF8 := "{\"id\":\"evt_1\",\"account\":\"\xff\",\"cents\":5}"
@@ -47,7 +47,7 @@ func TestBadInputThroughTheFunction(t *testing.T) {
 		return fmt.Sprintf(`{"id":"evt_s","type":"payment_intent.succeeded","data":{"object":{"amount_received":%s,"metadata":%s}}}`, amount, metadata)
 	}
 	stripe := func(body string, at time.Time) map[string]string {
-		return map[string]string{"stripe-signature": webhook.StripeSignature(stripeSecret, at, []byte(body))}
+		return map[string]string{"stripe-signature": idemtest.StripeSignature(stripeSecret, at, []byte(body))}
 	}
 	paid := pi("2500", `{"account":"acc-9"}`)
 	for _, tc := range []struct {
@@ -102,7 +102,7 @@ func TestBadInputThroughTheFunction(t *testing.T) {
 	if _, err := f.mux.Handle(context.Background(), json.RawMessage(`{"Records":[]}`)); err == nil || !strings.Contains(err.Error(), "not an API Gateway request") {
 		t.Errorf("an SQS event: expect the function's one error, got %v", err)
 	}
-	if n, b := f.claims(t), f.balance(t, "acc-9"); n != 0 || b != 0 {
+	if n, b := f.Claims(t), f.Balance(t, "acc-9"); n != 0 || b != 0 {
 		t.Errorf("expect no claim and no credit, got %d claim(s) and a balance of %d", n, b)
 	}
 }

@@ -29,17 +29,18 @@ import (
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/webhook"
+	"github.com/idemkit/kit/idem/webhook/secrets"
 )
 
-// New returns the function's routes. Secrets are read through secrets from
+// New returns the function's routes. Secrets are read through env from
 // WEBHOOK_SECRET and STRIPE_WEBHOOK_SECRET, or their _PARAMETER and _ID
 // forms; the Stripe secret is required.
-func New(ctx context.Context, store *idem.Store, accounts string, secrets webhook.SecretEnv) (webhook.Mux, error) {
-	generic, err := secrets.Load(ctx, "WEBHOOK_SECRET")
+func New(ctx context.Context, store *idem.Store, accounts string, env secrets.Env) (webhook.Mux, error) {
+	generic, err := env.Load(ctx, "WEBHOOK_SECRET")
 	if err != nil {
 		return nil, err
 	}
-	stripe, err := secrets.Load(ctx, "STRIPE_WEBHOOK_SECRET")
+	stripe, err := env.Load(ctx, "STRIPE_WEBHOOK_SECRET")
 	if err != nil {
 		return nil, err
 	}
@@ -63,48 +64,51 @@ func New(ctx context.Context, store *idem.Store, accounts string, secrets webhoo
 	return webhook.Mux{"POST /webhooks/credits": credits, "POST /webhooks/stripe": payments}, nil
 }
 
-// Credits applies a credit message to the accounts table.
+// Credits applies a credit message to the accounts table. It reads the
+// body with credit.Parse rather than webhook.JSONHandler: the credit's
+// rules (a positive whole number of cents that fits in 64 bits, a
+// non-empty account) are more than encoding/json checks, and the queue
+// function applies the same ones.
 func Credits(accounts string) webhook.Handler {
-	return func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
+	return func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		c, err := credit.Parse(req.Body)
 		if err != nil {
-			return webhook.Effect{}, webhook.BadRequest(err)
+			return webhook.Response{}, idem.Effect{}, webhook.BadRequest(err)
 		}
 		w, err := credit.Write(accounts, c)
 		if err != nil {
-			return webhook.Effect{}, err
+			return webhook.Response{}, idem.Effect{}, err
 		}
 		return answer("processed", req.Key, w)
 	}
 }
 
+// stripeEvent is the part of a Stripe event the route reads.
+type stripeEvent struct {
+	Type string `json:"type"`
+	Data struct {
+		Object json.RawMessage `json:"object"`
+	} `json:"data"`
+}
+
 // Stripe credits a payment_intent.succeeded to the account in the
 // PaymentIntent's metadata, and acknowledges any other event.
 func Stripe(accounts string) webhook.Handler {
-	return func(ctx context.Context, req webhook.Request) (webhook.Effect, error) {
-		var evt struct {
-			Type string `json:"type"`
-			Data struct {
-				Object json.RawMessage `json:"object"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(req.Body, &evt); err != nil {
-			return webhook.Effect{}, webhook.BadRequest(fmt.Errorf("not a Stripe event: %v", err))
-		}
+	return webhook.JSONHandler(func(ctx context.Context, evt stripeEvent, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		if evt.Type != "payment_intent.succeeded" {
 			return answer("acknowledged", req.Key)
 		}
 		c, err := paymentCredit(evt.Data.Object)
 		if err != nil {
-			return webhook.Effect{}, webhook.BadRequest(err)
+			return webhook.Response{}, idem.Effect{}, webhook.BadRequest(err)
 		}
 		c.ID = req.Key
 		w, err := credit.Write(accounts, c)
 		if err != nil {
-			return webhook.Effect{}, err
+			return webhook.Response{}, idem.Effect{}, err
 		}
 		return answer("processed", req.Key, w)
-	}
+	})
 }
 
 // paymentCredit reads the credit a PaymentIntent carries. Metadata is a map
@@ -128,10 +132,11 @@ func paymentCredit(object json.RawMessage) (credit.Credit, error) {
 	return credit.Credit{Account: account, Cents: n}, nil
 }
 
-func answer(status, key string, writes ...types.TransactWriteItem) (webhook.Effect, error) {
+// answer is 200 {"status": …, "id": "<key>"} and the writes.
+func answer(status, key string, writes ...types.TransactWriteItem) (webhook.Response, idem.Effect, error) {
 	resp, err := webhook.JSON(200, struct {
 		Status string `json:"status"`
 		ID     string `json:"id"`
 	}{status, key})
-	return webhook.Effect{Writes: writes, Response: resp}, err
+	return resp, idem.Effect{Writes: writes}, err
 }

@@ -5,28 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/webhook/internal/routes"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
+	"github.com/idemkit/kit/idem/webhook/secrets"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
 const (
 	genericSecret = "local-webhook-secret"
@@ -35,23 +27,20 @@ const (
 
 // fn is the function's routes over fresh tables on the real local endpoint.
 type fn struct {
-	client              *dynamodb.Client
-	processed, accounts string
-	mux                 webhook.Mux
+	*idemtest.Env
+	mux webhook.Mux
 }
 
 func newFn(t *testing.T, env map[string]string) *fn {
 	t.Helper()
-	c := idemtest.Client(t)
-	f := &fn{client: c, processed: idemtest.ProcessedTable(t, c)}
-	f.accounts = idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
-	store, err := idem.New(c, f.processed, func(o *idem.Options) {
+	f := &fn{Env: idemtest.NewEnv(t)}
+	store, err := idem.New(f.Client, f.Processed, func(o *idem.Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mux, err = routes.New(context.Background(), store, f.accounts, webhook.SecretEnv{Getenv: func(k string) string { return env[k] }})
+	f.mux, err = routes.New(context.Background(), store, f.Accounts, secrets.Env{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,32 +56,6 @@ func (f *fn) post(t *testing.T, path, body string, headers map[string]string) ev
 		t.Fatal(err)
 	}
 	return resp
-}
-
-func (f *fn) balance(t *testing.T, account string) int64 {
-	t.Helper()
-	out, err := f.client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(f.accounts), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := out.Item["balance"].(*types.AttributeValueMemberN)
-	if n == nil {
-		return 0
-	}
-	v, _ := strconv.ParseInt(n.Value, 10, 64)
-	return v
-}
-
-func (f *fn) claims(t *testing.T) int {
-	t.Helper()
-	out, err := f.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.processed), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(out.Items)
 }
 
 var stripeOnly = map[string]string{"STRIPE_WEBHOOK_SECRET": stripeSecret}
@@ -117,7 +80,7 @@ func TestCreditsFiveDeliveriesOneEffect(t *testing.T) {
 			t.Errorf("delivery %d: expect %v %s replayed, got %v %s", i, first.Headers, first.Body, resp.Headers, resp.Body)
 		}
 	}
-	if b := f.balance(t, "acc-9"); b != 500 {
+	if b := f.Balance(t, "acc-9"); b != 500 {
 		t.Errorf("expect a balance of 500, got %d", b)
 	}
 }
@@ -157,7 +120,7 @@ func TestCreditsRefusals(t *testing.T) {
 			}
 		})
 	}
-	if n, b := f.claims(t), f.balance(t, "acc-9"); n != 1 || b != 500 {
+	if n, b := f.Claims(t), f.Balance(t, "acc-9"); n != 1 || b != 500 {
 		t.Errorf("expect only the first credit (1 claim, 500), got %d claim(s) and %d", n, b)
 	}
 }
@@ -171,9 +134,9 @@ func TestCreditsSignatureWhenSecretIsSet(t *testing.T) {
 		status int
 	}{
 		{"unsigned", "", 401},
-		{"signed with another secret", webhook.HMACSignature("not-it", []byte(body)), 401},
-		{"signature of another body", webhook.HMACSignature(genericSecret, []byte(body+" ")), 401},
-		{"signed", webhook.HMACSignature(genericSecret, []byte(body)), 200},
+		{"signed with another secret", idemtest.HMACSignature("not-it", []byte(body)), 401},
+		{"signature of another body", idemtest.HMACSignature(genericSecret, []byte(body+" ")), 401},
+		{"signed", idemtest.HMACSignature(genericSecret, []byte(body)), 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := map[string]string{}
@@ -185,7 +148,7 @@ func TestCreditsSignatureWhenSecretIsSet(t *testing.T) {
 			}
 		})
 	}
-	if b := f.balance(t, "acc-9"); b != 500 {
+	if b := f.Balance(t, "acc-9"); b != 500 {
 		t.Errorf("expect a balance of 500, got %d", b)
 	}
 }
@@ -224,21 +187,21 @@ func TestStripe(t *testing.T) {
 		{"unknown secret", stripeEvent("evt_5", "payment_intent.succeeded", paid("100", "acc-9")), "whsec_other", now, 401, "no v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := map[string]string{"stripe-signature": webhook.StripeSignature(tc.secret, tc.at, []byte(tc.body))}
+			h := map[string]string{"stripe-signature": idemtest.StripeSignature(tc.secret, tc.at, []byte(tc.body))}
 			resp := f.post(t, "/webhooks/stripe", tc.body, h)
 			if resp.StatusCode != tc.status || !strings.Contains(resp.Body, tc.want) {
 				t.Fatalf("expect %d %s, got %d %s", tc.status, tc.want, resp.StatusCode, resp.Body)
 			}
 		})
 	}
-	if n, b := f.claims(t), f.balance(t, "acc-9"); n != 3 || b != 2600 {
+	if n, b := f.Claims(t), f.Balance(t, "acc-9"); n != 3 || b != 2600 {
 		t.Errorf("expect 3 claims (two payments, one acknowledgement) and 2600, got %d and %d", n, b)
 	}
 }
 
 func TestNewNeedsTheStripeSecret(t *testing.T) {
 	for _, env := range []map[string]string{{}, {"WEBHOOK_SECRET": genericSecret}, {"STRIPE_WEBHOOK_SECRET": " , "}} {
-		_, err := routes.New(context.Background(), nil, "accounts", webhook.SecretEnv{Getenv: func(k string) string { return env[k] }})
+		_, err := routes.New(context.Background(), nil, "accounts", secrets.Env{Getenv: func(k string) string { return env[k] }})
 		if err == nil || !strings.Contains(err.Error(), "STRIPE_WEBHOOK_SECRET") {
 			t.Errorf("%v: expect an error naming STRIPE_WEBHOOK_SECRET, got %v", env, err)
 		}

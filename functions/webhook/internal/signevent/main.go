@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemkit/kit/idem/webhook"
+	"github.com/idemkit/kit/idem/idemtest"
 )
 
 func main() {
@@ -52,9 +52,9 @@ func run(in io.Reader, out io.Writer, scheme, secret string, now time.Time) erro
 	var name, value string
 	switch scheme {
 	case "stripe":
-		name, value = "Stripe-Signature", webhook.StripeSignature(or(secret, "whsec_local_test"), now, raw)
+		name, value = "Stripe-Signature", idemtest.StripeSignature(or(secret, "whsec_local_test"), now, raw)
 	case "hmac":
-		name, value = "X-Signature", webhook.HMACSignature(or(secret, "local-webhook-secret"), raw)
+		name, value = "X-Signature", idemtest.HMACSignature(or(secret, "local-webhook-secret"), raw)
 	default:
 		return fmt.Errorf("unknown -scheme %q; use stripe or hmac", scheme)
 	}

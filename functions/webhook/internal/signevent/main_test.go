@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -35,7 +36,7 @@ func TestRunSignsTheBody(t *testing.T) {
 			if err := json.Unmarshal(out, &e); err != nil {
 				t.Fatal(err)
 			}
-			want := webhook.HMACSignature("local-webhook-secret", []byte(`{"id":"evt_1"}`))
+			want := idemtest.HMACSignature("local-webhook-secret", []byte(`{"id":"evt_1"}`))
 			if e.Headers["X-Signature"] != want || len(e.MultiValueHeaders) != 1 || e.MultiValueHeaders["X-Signature"][0] != want {
 				t.Fatalf("expect X-Signature %s in both maps, got %v %v", want, e.Headers, e.MultiValueHeaders)
 			}

@@ -1,4 +1,4 @@
-package webhook_test
+package secrets_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
-	"github.com/idemkit/kit/idem/webhook"
+	"github.com/idemkit/kit/idem/webhook/secrets"
 )
 
 // fakeSSM and fakeSecrets hold values by name; they stand for the AWS
@@ -37,9 +37,9 @@ func (f fakeSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSec
 	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(v)}, nil
 }
 
-func TestSecretEnv(t *testing.T) {
+func TestEnv(t *testing.T) {
 	params := fakeSSM{"/webhooks/stripe": "whsec_a, whsec_b", "/webhooks/blank": " , "}
-	secrets := fakeSecrets{"stripe-secret": "whsec_c"}
+	vault := fakeSecrets{"stripe-secret": "whsec_c"}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -59,7 +59,7 @@ func TestSecretEnv(t *testing.T) {
 		{"missing secret", map[string]string{"STRIPE_WEBHOOK_SECRET_ID": "nope"}, nil, `STRIPE_WEBHOOK_SECRET_ID: read secret "nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			se := webhook.SecretEnv{Getenv: func(k string) string { return tc.env[k] }, Parameters: params, Secrets: secrets}
+			se := secrets.Env{Getenv: func(k string) string { return tc.env[k] }, Parameters: params, Secrets: vault}
 			got, err := se.Load(context.Background(), "STRIPE_WEBHOOK_SECRET")
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -77,9 +77,9 @@ func TestSecretEnv(t *testing.T) {
 	}
 }
 
-func TestSecretEnvWithoutClients(t *testing.T) {
+func TestEnvWithoutClients(t *testing.T) {
 	env := map[string]string{"WEBHOOK_SECRET_PARAMETER": "/p", "STRIPE_WEBHOOK_SECRET_ID": "s"}
-	se := webhook.SecretEnv{Getenv: func(k string) string { return env[k] }}
+	se := secrets.Env{Getenv: func(k string) string { return env[k] }}
 	for _, name := range []string{"WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"} {
 		if _, err := se.Load(context.Background(), name); err == nil || !strings.Contains(err.Error(), "no ") {
 			t.Errorf("%s: expect an error naming the missing client, got %v", name, err)

@@ -1,4 +1,4 @@
-package webhook
+package secrets
 
 import (
 	"context"
@@ -12,19 +12,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
-// ParameterAPI is the one SSM Parameter Store call SecretEnv makes;
+// ParameterAPI is the one SSM Parameter Store call Env makes;
 // *ssm.Client implements it.
 type ParameterAPI interface {
 	GetParameter(ctx context.Context, params *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
-// SecretAPI is the one Secrets Manager call SecretEnv makes;
+// SecretAPI is the one Secrets Manager call Env makes;
 // *secretsmanager.Client implements it.
 type SecretAPI interface {
 	GetSecretValue(ctx context.Context, params *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// SecretEnv reads signing secrets at cold start. For a name such as
+// Env reads signing secrets at cold start. For a name such as
 // STRIPE_WEBHOOK_SECRET, Load reads, first match wins:
 //
 //   - $STRIPE_WEBHOOK_SECRET, the secrets themselves (for local runs);
@@ -36,7 +36,7 @@ type SecretAPI interface {
 // Each holds one secret or a comma-separated list, for rotation: deliveries
 // signed with any of them verify. A deployed template names the parameter or
 // secret, never the value.
-type SecretEnv struct {
+type Env struct {
 	// Getenv reads the environment. Defaults to os.Getenv.
 	Getenv func(string) string
 
@@ -53,7 +53,7 @@ type SecretEnv struct {
 // three variables is set. A variable that is set but yields no secret is an
 // error, so a typo cannot turn verification off. Errors name variables and
 // parameters, never values.
-func (e SecretEnv) Load(ctx context.Context, name string) ([]string, error) {
+func (e Env) Load(ctx context.Context, name string) ([]string, error) {
 	getenv := e.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -63,27 +63,27 @@ func (e SecretEnv) Load(ctx context.Context, name string) ([]string, error) {
 	}
 	if p := getenv(name + "_PARAMETER"); p != "" {
 		if e.Parameters == nil {
-			return nil, fmt.Errorf("webhook: %s_PARAMETER is set but no SSM client was given", name)
+			return nil, fmt.Errorf("secrets: %s_PARAMETER is set but no SSM client was given", name)
 		}
 		out, err := e.Parameters.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(p), WithDecryption: aws.Bool(true)})
 		if err != nil {
-			return nil, fmt.Errorf("webhook: %s_PARAMETER: read SSM parameter %q: %w", name, p, err)
+			return nil, fmt.Errorf("secrets: %s_PARAMETER: read SSM parameter %q: %w", name, p, err)
 		}
 		if out == nil || out.Parameter == nil {
-			return nil, fmt.Errorf("webhook: %s_PARAMETER: SSM parameter %q has no value", name, p)
+			return nil, fmt.Errorf("secrets: %s_PARAMETER: SSM parameter %q has no value", name, p)
 		}
 		return split(fmt.Sprintf("SSM parameter %q (%s_PARAMETER)", p, name), aws.ToString(out.Parameter.Value))
 	}
 	if id := getenv(name + "_ID"); id != "" {
 		if e.Secrets == nil {
-			return nil, fmt.Errorf("webhook: %s_ID is set but no Secrets Manager client was given", name)
+			return nil, fmt.Errorf("secrets: %s_ID is set but no Secrets Manager client was given", name)
 		}
 		out, err := e.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
 		if err != nil {
-			return nil, fmt.Errorf("webhook: %s_ID: read secret %q: %w", name, id, err)
+			return nil, fmt.Errorf("secrets: %s_ID: read secret %q: %w", name, id, err)
 		}
 		if out == nil || out.SecretString == nil {
-			return nil, fmt.Errorf("webhook: %s_ID: secret %q has no SecretString", name, id)
+			return nil, fmt.Errorf("secrets: %s_ID: secret %q has no SecretString", name, id)
 		}
 		return split(fmt.Sprintf("secret %q (%s_ID)", id, name), *out.SecretString)
 	}
@@ -98,7 +98,7 @@ func split(what, v string) ([]string, error) {
 		}
 	}
 	if len(secrets) == 0 {
-		return nil, errors.New("webhook: " + what + " is set but holds no secret")
+		return nil, errors.New("secrets: " + what + " is set but holds no secret")
 	}
 	return secrets, nil
 }
