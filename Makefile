@@ -62,6 +62,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzStripeVerifier$$' -fuzztime $(FUZZTIME) ./idem/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzHMACVerifier$$' -fuzztime $(FUZZTIME) ./idem/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzIdempotencyKey$$' -fuzztime $(FUZZTIME) ./idem/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzTopFields$$' -fuzztime $(FUZZTIME) ./idem/webhook
 
 # Every strategy side by side on one local DynamoDB (this kit per record and
 # in batch mode, check-then-act, the two-phase lock, a bare UpdateItem), the

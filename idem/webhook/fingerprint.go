@@ -2,8 +2,8 @@ package webhook
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strconv"
 )
 
 // StripeFingerprint is Stripe's payload identity: the event's "id", "type"
@@ -13,21 +13,21 @@ import (
 // one evt_…. A field that is absent reads as null; one of another JSON type
 // is an error.
 func StripeFingerprint(req Request) (string, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(req.Body, &obj); err != nil || obj == nil {
-		return "", errors.New("the body is not a JSON object")
+	raw, err := topFields(req.Body, "id", "type", "created")
+	if err != nil {
+		return "", err
 	}
 	var (
 		id, typ *string
 		created *int64
 	)
-	for _, f := range []struct {
+	for i, f := range []struct {
 		name string
 		v    any
 		want string
 	}{{"id", &id, "a string"}, {"type", &typ, "a string"}, {"created", &created, "a whole number"}} {
-		if raw, ok := obj[f.name]; ok {
-			if err := json.Unmarshal(raw, f.v); err != nil {
+		if raw[i] != nil {
+			if err := json.Unmarshal(raw[i], f.v); err != nil {
 				return "", fmt.Errorf("the body's %q field is not %s", f.name, f.want)
 			}
 		}
@@ -42,9 +42,32 @@ func GitHubFingerprint(req Request) (string, error) {
 	return identity("github", req.Header.Get("X-GitHub-Delivery"), req.Header.Get("X-GitHub-Event")), nil
 }
 
-// identity is a provider's name and the JSON array of parts: unambiguous
-// whatever the parts hold, and readable in a log.
+// identity is a provider's name and its parts as a list, each string
+// quoted (Go's quoting, which is JSON's for printable ASCII): unambiguous
+// whatever the parts hold, readable in a log, and built without reflection.
 func identity(provider string, parts ...any) string {
-	b, _ := json.Marshal(parts) // strings, numbers and nil pointers only
-	return provider + ":" + string(b)
+	b := make([]byte, 0, 96)
+	b = append(append(b, provider...), ":["...)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch v := p.(type) {
+		case string:
+			b = strconv.AppendQuote(b, v)
+		case *string:
+			if v == nil {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendQuote(b, *v)
+			}
+		case *int64:
+			if v == nil {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendInt(b, *v, 10)
+			}
+		}
+	}
+	return string(append(b, ']'))
 }

@@ -54,19 +54,18 @@ func GitHubDelivery(h Header, _ []byte) (string, error) {
 	return "", errors.New("no X-GitHub-Delivery header")
 }
 
-// bodyString reads a top-level string field of a JSON object. A map keeps
-// the match exact: decoding into a struct would match "ID" for "id".
+// bodyString reads a top-level string field of a JSON object, matched
+// exactly (see topFields).
 func bodyString(body []byte, field string) (string, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
-		return "", errors.New("the body is not a JSON object")
+	raw, err := topFields(body, field)
+	if err != nil {
+		return "", err
 	}
-	raw, ok := obj[field]
-	if !ok {
+	if raw[0] == nil {
 		return "", fmt.Errorf("the body has no %q field", field)
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := json.Unmarshal(raw[0], &s); err != nil {
 		return "", fmt.Errorf("the body's %q field is not a string", field)
 	}
 	return s, nil
