@@ -498,10 +498,11 @@ func TestProcessBatchRetries(t *testing.T) {
 // transaction: the copy is the first's Duplicate without a call.
 func ExampleStore_ProcessBatch() {
 	ctx := context.Background()
-	client, processed, accounts, ok := exampleTables(ctx) // a local DynamoDB, as in tests
+	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
 	if !ok {
 		return
 	}
+	client, processed, accounts := env.Client, env.Processed, env.Accounts
 	store, err := idem.New(client, processed, func(o *idem.Options) {})
 	if err != nil {
 		panic(err)

@@ -25,6 +25,12 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		}
 		return strings.Fields(string(out))
 	}
+	// The names refused below are real: the secrets package reaches them.
+	for _, client := range []string{"github.com/aws/aws-sdk-go-v2/service/ssm", "github.com/aws/aws-sdk-go-v2/service/secretsmanager"} {
+		if !slices.Contains(deps("idem/webhook/secrets"), client) {
+			t.Errorf("idem/webhook/secrets does not import %s: is its name right?", client)
+		}
+	}
 	for _, tc := range []struct {
 		pkg    string
 		refuse []string // import path prefixes it must not reach

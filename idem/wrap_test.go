@@ -13,16 +13,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 )
 
 // An EventBridge event, retried by EventBridge or re-sent by a rule,
 // credits once; every delivery gets the first answer back.
 func ExampleWrap_eventBridge() {
 	ctx := context.Background()
-	client, processed, accounts, ok := exampleTables(ctx)
+	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
 	if !ok {
 		return
 	}
+	client, processed, accounts := env.Client, env.Processed, env.Accounts
 	store, err := idem.New(client, processed, func(o *idem.Options) {})
 	if err != nil {
 		fmt.Println(err)
@@ -59,10 +61,11 @@ func ExampleWrap_eventBridge() {
 // carries its own request id: a caller's retry gets the first receipt.
 func ExampleWrap_directInvoke() {
 	ctx := context.Background()
-	client, processed, accounts, ok := exampleTables(ctx)
+	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
 	if !ok {
 		return
 	}
+	client, processed, accounts := env.Client, env.Processed, env.Accounts
 	store, err := idem.New(client, processed, func(o *idem.Options) {})
 	if err != nil {
 		fmt.Println(err)

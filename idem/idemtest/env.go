@@ -1,6 +1,8 @@
 package idemtest
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -42,6 +44,31 @@ func NewEnv(tb testing.TB, optFns ...func(*idem.Options)) *Env {
 	e.Accounts = CreateTable(tb, c, Table{Name: "accounts", HashKey: "account"})
 	calls.Reset()
 	return e
+}
+
+// ExampleEnv is NewEnv for an Example, which has no testing.TB: without a
+// local DynamoDB it prints one line saying what is missing and returns
+// false, and the example fails on that line instead of panicking.
+//
+//	env, ok := idemtest.ExampleEnv(ctx)
+//	if !ok {
+//		return
+//	}
+func ExampleEnv(ctx context.Context) (*Env, bool) {
+	endpoint, err := SharedEndpoint()
+	e := &Env{Calls: &CallCounter{}}
+	if err == nil {
+		e.Client = NewClient(endpoint, e.Calls.Option)
+		e.Processed, err = MakeTable(ctx, e.Client, Table{Name: "processed", HashKey: idem.DefaultAttributes.Key, TTLAttribute: idem.DefaultAttributes.ExpiresAt})
+	}
+	if err == nil {
+		e.Accounts, err = MakeTable(ctx, e.Client, Table{Name: "accounts", HashKey: "account"})
+	}
+	if err != nil {
+		fmt.Println("this example needs a local DynamoDB:", err)
+		return nil, false
+	}
+	return e, true
 }
 
 // Balance is the "balance" of account in the Env's accounts table, 0 when

@@ -71,10 +71,11 @@ func ExampleDefaultKey() {
 // does not decode fails its record alone, with the decoder's reason.
 func ExampleJSONHandler() {
 	ctx := context.Background()
-	client, processed, accounts, ok := exampleTables(ctx) // a local DynamoDB, as in tests
+	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
 	if !ok {
 		return
 	}
+	client, processed, accounts := env.Client, env.Processed, env.Accounts
 	store, err := idem.New(client, processed, func(o *idem.Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
 		o.Observers = []idem.Observer{printFailures{}}
@@ -120,23 +121,4 @@ func (printFailures) Observe(_ context.Context, o idem.Observation) {
 	if o.Outcome == idem.Failed {
 		fmt.Printf("%s %s: %v\n", o.Outcome, o.Key, o.Err)
 	}
-}
-
-// exampleTables creates an example's tables on a local DynamoDB, as in
-// tests. Without one it prints what to install, once, and the example
-// fails on that line rather than panicking.
-func exampleTables(ctx context.Context) (client *dynamodb.Client, processed, accounts string, ok bool) {
-	endpoint, err := idemtest.SharedEndpoint()
-	if err == nil {
-		client = idemtest.NewClient(endpoint)
-		processed, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "processed", HashKey: "pk", TTLAttribute: "expiresAt"})
-	}
-	if err == nil {
-		accounts, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "accounts", HashKey: "account"})
-	}
-	if err != nil {
-		fmt.Println("this example needs a local DynamoDB:", err)
-		return nil, "", "", false
-	}
-	return client, processed, accounts, true
 }

@@ -80,10 +80,11 @@ func ExampleNew() {
 // committed.
 func ExampleJSONHandler() {
 	ctx := context.Background()
-	client, processed, accounts, ok := exampleTables(ctx) // a local DynamoDB, as in tests
+	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
 	if !ok {
 		return
 	}
+	client, processed, accounts := env.Client, env.Processed, env.Accounts
 	store, err := idem.New(client, processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
 	if err != nil {
 		panic(err)
@@ -118,23 +119,4 @@ func ExampleJSONHandler() {
 	// 200 replayed=false {"cents":500,"credited":"acc-9"}
 	// 200 replayed=true {"cents":500,"credited":"acc-9"}
 	// 400 replayed=false {"type":"about:blank","title":"Bad Request","status":400,"detail":"the body does not decode into the handler's type: json: cannot unmarshal string into Go struct field credit.cents of type int64"}
-}
-
-// exampleTables creates an example's tables on a local DynamoDB, as in
-// tests. Without one it prints what to install, once, and the example
-// fails on that line rather than panicking.
-func exampleTables(ctx context.Context) (client *dynamodb.Client, processed, accounts string, ok bool) {
-	endpoint, err := idemtest.SharedEndpoint()
-	if err == nil {
-		client = idemtest.NewClient(endpoint)
-		processed, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "processed", HashKey: "pk", TTLAttribute: "expiresAt"})
-	}
-	if err == nil {
-		accounts, err = idemtest.MakeTable(ctx, client, idemtest.Table{Name: "accounts", HashKey: "account"})
-	}
-	if err != nil {
-		fmt.Println("this example needs a local DynamoDB:", err)
-		return nil, "", "", false
-	}
-	return client, processed, accounts, true
 }
