@@ -64,11 +64,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzIdempotencyKey$$' -fuzztime $(FUZZTIME) ./idem/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzTopFields$$' -fuzztime $(FUZZTIME) ./idem/webhook
 
-# Every strategy side by side on one local DynamoDB (this kit per record and
-# in batch mode, check-then-act, the two-phase lock, a bare UpdateItem), the
+# Every strategy side by side on one local DynamoDB (this kit per record, with
+# its claim cache and in batch mode, check-then-act, the two-phase lock, a bare
+# UpdateItem, and Powertools for TypeScript itself when node is there), the
 # kit's CPU cost and the functions' cold starts, in one run: prints the tables,
 # writes them to idem/cmd/idem-bench/RESULTS.md and the Go benchmarks' raw
-# output (benchstat's input) to idem/cmd/idem-bench/bench.txt. About 7 minutes;
+# output (benchstat's input) to idem/cmd/idem-bench/bench.txt. About 6 minutes;
 # BENCH_FLAGS='-latency 100 -throughput 200 -count 1' for a quicker run.
 BENCH_FLAGS ?=
 bench: moto
