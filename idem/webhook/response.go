@@ -28,8 +28,8 @@ func JSON(status int, v any) (Response, error) {
 }
 
 // BadRequestError is a Handler's verdict that the payload is malformed: a
-// 400 whose detail is Err's text. Nothing is recorded, so a corrected
-// payload needs a new key.
+// 400 whose detail is Err's text. Nothing is recorded, so the sender may
+// send the corrected payload under the same key.
 type BadRequestError struct{ Err error }
 
 func (e *BadRequestError) Error() string { return "webhook: bad request: " + e.Err.Error() }

@@ -191,12 +191,13 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 	for _, p := range s.Pollers {
 		body := `{"id":"evt_002","account":"acc-9","cents":250}`
 		fmt.Fprintf(w, "Or through the queue, another sender with keys of its own (repeat it: the balance moves once):\n")
-		fmt.Fprintf(w, "  aws --endpoint-url %s --region %s sqs send-message --queue-url %s \\\n    --message-body '%s' \\\n    --message-attributes 'IdempotencyKey={DataType=String,StringValue=evt_002}'\n",
+		// The local servers take any credentials, and the AWS CLI wants some.
+		fmt.Fprintf(w, "  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws --endpoint-url %s --region %s sqs send-message --queue-url %s \\\n    --message-body '%s' \\\n    --message-attributes 'IdempotencyKey={DataType=String,StringValue=evt_002}'\n",
 			s.SQSEndpoint, s.Options.Region, p.Queue.URL, body)
 		fmt.Fprintf(w, "  go run ./idem/cmd/idem-local send -n 3 '%s'\n", body)
 		break
 	}
-	fmt.Fprintf(w, "  aws --endpoint-url %s --region %s dynamodb scan --table-name %s\n", s.DynamoDBEndpoint, s.Options.Region, firstTable(s, "AccountsTable"))
+	fmt.Fprintf(w, "  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws --endpoint-url %s --region %s dynamodb scan --table-name %s\n", s.DynamoDBEndpoint, s.Options.Region, firstTable(s, "AccountsTable"))
 	fmt.Fprintf(w, "\nCtrl-C stops everything.\n\n")
 }
 
