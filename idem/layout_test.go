@@ -39,8 +39,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"idem/emf", []string{mod + "idem/sqsconsumer", mod + "idem/webhook", mod + "idem/internal"}},
 		{"idem/sqsconsumer", []string{mod + "idem/webhook", mod + "idem/internal", mod + "functions"}},
 		{"idem/webhook", []string{mod + "idem/sqsconsumer", mod + "idem/internal", mod + "functions", "github.com/aws/aws-sdk-go-v2/service/ssm", "github.com/aws/aws-sdk-go-v2/service/secretsmanager"}},
-		{"functions/queue", []string{mod + "idem/internal", mod + "idem/idemtest", mod + "idem/webhook", "github.com/aws/aws-sdk-go-v2/service/sqs", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
-		{"functions/webhook", []string{mod + "idem/internal", mod + "idem/idemtest", mod + "idem/sqsconsumer", "github.com/aws/aws-sdk-go-v2/service/sqs", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
+		{"functions/queue", []string{mod + "idem/internal", mod + "idem/idemtest", mod + "idem/webhook", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
+		{"functions/webhook", []string{mod + "idem/internal", mod + "idem/idemtest", mod + "idem/sqsconsumer", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			for _, d := range deps(tc.pkg) {
@@ -50,4 +50,32 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoToolOnlyModules: a module that requires the kit gets the kit's
+// requirements in its graph (go list -m all); none may be there for the
+// tooling alone, such as the Lambda emulator's or an SQS client only the
+// local stack uses.
+func TestNoToolOnlyModules(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH: the module graph is read with go list -m all")
+	}
+	out, err := exec.Command(goCmd, "list", "-m", "all").Output()
+	if err != nil {
+		t.Fatalf("go list -m all: %v", err)
+	}
+	for _, m := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path := strings.Fields(m)[0]
+		for _, tool := range []string{
+			"github.com/aws/aws-lambda-runtime-interface-emulator", "github.com/go-chi/", "github.com/sirupsen/logrus",
+			"github.com/jessevdk/go-flags", "github.com/orcaman/concurrent-map", "github.com/santhosh-tekuri/jsonschema",
+			"github.com/google/uuid", "github.com/stretchr/objx", "github.com/aws/aws-sdk-go-v2/service/sqs",
+		} {
+			if strings.HasPrefix(path, tool) {
+				t.Errorf("go.mod brings %s into every user's module graph; only the tooling needs it", path)
+			}
+		}
+	}
+	t.Logf("%d modules in the graph", strings.Count(string(out), "\n"))
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idemkit/kit/idem/internal/localstack"
+	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
+	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
 )
 
 func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[string]string, dir string, n int) error {

@@ -10,8 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
+	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
 )
 
 // send sends a message to a running stack's queue, for those without the

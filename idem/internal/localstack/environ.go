@@ -9,7 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
 )
 
 // credentialsFromEnv are the environment's credentials, or dummy ones that

@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
+	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
 )
 
 // queueAttributes are the AWS::SQS::Queue properties that are CreateQueue

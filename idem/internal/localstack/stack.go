@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idemkit/kit/idem/internal/localdynamo"
+	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
 )
 
 // defaultWait bounds the wait for a table to become active.

@@ -11,11 +11,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemkit/kit/idem/idemtest"
+	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
+	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
 )
 
 func TestParseTemplateShortForms(t *testing.T) {
