@@ -2,6 +2,7 @@ package idem
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 	"time"
 )
@@ -43,7 +44,9 @@ func (c *cache) get(key string, now time.Time) (Record, bool) {
 		return Record{}, false
 	}
 	c.order.MoveToFront(el)
-	return *rec, true
+	out := *rec
+	out.Response = slices.Clone(rec.Response) // a caller may change its copy
+	return out, true
 }
 
 // put remembers a record DynamoDB holds: one just committed, or the one a
@@ -52,6 +55,7 @@ func (c *cache) put(rec Record) {
 	if c == nil || rec.Key == "" || rec.ExpiresAt.IsZero() {
 		return
 	}
+	rec.Response = slices.Clone(rec.Response) // not the caller's buffer
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byKey[rec.Key]; ok {

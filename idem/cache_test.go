@@ -106,3 +106,23 @@ func TestCacheInBatches(t *testing.T) {
 		t.Errorf("another Store: want an uncached Duplicate, got %+v %v", res, err)
 	}
 }
+
+// TestCacheKeepsItsOwnBytes: a caller that changes a replayed response does
+// not change what the next cached duplicate replays.
+func TestCacheKeepsItsOwnBytes(t *testing.T) {
+	e := newEnv(t, func(o *idem.Options) { o.CacheSize = 10 })
+	ctx := context.Background()
+	m := idem.Message{ID: "b", Source: "cached"}
+	res, err := e.store.Process(ctx, m, e.creditHandler(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(res.Record.Response, "XXXXXXXX")
+	for range 2 {
+		dup, err := e.store.Process(ctx, m, e.creditHandler(nil))
+		if err != nil || !dup.Cached || string(dup.Record.Response) != "credited b" {
+			t.Fatalf("want the cached %q, got %q (cached %v, %v)", "credited b", dup.Record.Response, dup.Cached, err)
+		}
+		copy(dup.Record.Response, "YYYYYYYY")
+	}
+}

@@ -79,6 +79,18 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 			if eff.Response, err = json.Marshal(r); err != nil {
 				return Effect{}, fmt.Errorf("encode the response: %w", err)
 			}
+			if rejected := eff.Rejected; rejected != nil {
+				// Checked before the rejection is recorded: a claim whose
+				// answer no duplicate could decode would fail them all.
+				eff.Rejected = func(rej *RejectedError) []byte {
+					b := rejected(rej)
+					var probe R
+					if err := decodeAnswer(b, &probe); err != nil {
+						panic(fmt.Sprintf("Effect.Rejected's response is not the JSON of the handler's response type: %v", err))
+					}
+					return b
+				}
+			}
 			answer = r
 			return eff, nil
 		})
@@ -86,6 +98,7 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 			return zero, err
 		}
 		if res.Outcome == Rejected {
+			// Effect.Rejected's bytes, checked before they were recorded.
 			if err := decodeAnswer(res.Record.Response, &answer); err != nil {
 				return zero, &InvalidError{Key: res.Record.Key, Reason: "Effect.Rejected's response is not the JSON of the handler's response type: " + err.Error()}
 			}
@@ -113,9 +126,16 @@ func wrapped[E any](source string, key func(E) (string, error), event E) (Messag
 	return msg, nil
 }
 
+// decodeAnswer sets *r to the answer b holds, the zero R when b is empty:
+// never merged into what *r held before (json.Unmarshal alone would keep
+// fields b leaves out).
 func decodeAnswer[R any](b []byte, r *R) error {
-	if len(b) == 0 {
-		return nil
+	var v R
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
 	}
-	return json.Unmarshal(b, r)
+	*r = v
+	return nil
 }

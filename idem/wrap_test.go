@@ -160,3 +160,70 @@ func TestWrap(t *testing.T) {
 		})
 	}
 }
+
+// TestWrapAnswersAreTheStoredOnes: a duplicate gets exactly the stored
+// answer, never merged with this delivery's; an empty rejection answers
+// the zero value; a rejection whose bytes are no R commits nothing.
+func TestWrapAnswersAreTheStoredOnes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	type answer struct {
+		A string `json:"a"`
+		B string `json:"b,omitempty"`
+	}
+	type ev struct{ ID string }
+	n := 0
+	handle, err := idem.Wrap(e.store, func(v ev) (string, error) { return v.ID, nil },
+		func(ctx context.Context, v ev) (answer, idem.Effect, error) {
+			n++
+			if n == 1 {
+				return answer{A: "first"}, idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-m", 1)}}, nil
+			}
+			return answer{A: "second", B: "not stored"}, idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-m", 1)}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if got, err := handle(ctx, ev{"m"}); err != nil || got != (answer{A: "first"}) {
+			t.Errorf("delivery %d: want the stored {first}, got %+v %v", i, got, err)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		rejected []byte
+		want     answer
+		wantErr  bool
+	}{
+		{"empty rejection", nil, answer{}, false},
+		{"rejection that is no answer", []byte("not json"), answer{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := idem.Wrap(e.store, func(v ev) (string, error) { return v.ID, nil },
+				func(ctx context.Context, v ev) (answer, idem.Effect, error) {
+					return answer{A: "uncommitted"}, idem.Effect{Writes: []types.TransactWriteItem{e.debit("acc-none", 5)},
+						Rejected: func(*idem.RejectedError) []byte { return tc.rejected }}, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			claims := e.claimCount(t)
+			for range 2 {
+				got, err := h(ctx, ev{"r-" + tc.name})
+				var pe *idem.PanicError
+				if tc.wantErr {
+					if !errors.As(err, &pe) {
+						t.Errorf("want a *PanicError naming Effect.Rejected, got %+v %v", got, err)
+					}
+					continue
+				}
+				if err != nil || got != tc.want {
+					t.Errorf("want %+v, got %+v %v", tc.want, got, err)
+				}
+			}
+			if tc.wantErr && e.claimCount(t) != claims {
+				t.Errorf("a rejection no duplicate could read was recorded")
+			}
+		})
+	}
+}

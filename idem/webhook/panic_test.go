@@ -79,3 +79,23 @@ func TestCallbackPanicsFailOneDelivery(t *testing.T) {
 		}
 	}
 }
+
+// badError is an error whose Error method panics, as a nil pointer's may.
+type badError struct{ why *string }
+
+func (e *badError) Error() string { return *e.why }
+
+type badErrorVerifier struct{}
+
+func (badErrorVerifier) Verify(webhook.Header, []byte) error { return &badError{} }
+
+// TestCallbackErrorWhoseTextPanics: a verifier's error whose Error method
+// panics is still a 401 that names it, not a crash.
+func TestCallbackErrorWhoseTextPanics(t *testing.T) {
+	e := newEnv(t)
+	r := e.receiver(t, func(o *webhook.Options) { o.Verifier = badErrorVerifier{} })
+	a := sendV2(t, r, delivery{body: creditBody, headers: keyed("k-1")})
+	if d := problemDetail(t, a); a.status != 401 || !strings.Contains(d, "its Error method panicked") {
+		t.Errorf("want a 401 naming the bad error, got %d %q", a.status, d)
+	}
+}

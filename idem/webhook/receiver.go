@@ -113,7 +113,7 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 			return r.fail(ctx, req, pe)
 		}
 		if err != nil {
-			detail := err.Error()
+			detail := errText(err)
 			if se := (*signatureError)(nil); errors.As(err, &se) {
 				detail = "signature not verified: " + se.reason
 			}
@@ -135,7 +135,7 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 		err = checkKey(key)
 	}
 	if err != nil {
-		return r.refuse(ctx, req, http.StatusBadRequest, err.Error(), err)
+		return r.refuse(ctx, req, http.StatusBadRequest, errText(err), err)
 	}
 	req.Key = key
 	var fingerprint string
@@ -148,10 +148,21 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 			return r.fail(ctx, req, pe)
 		}
 		if err != nil {
-			return r.refuse(ctx, req, http.StatusBadRequest, "the payload's fingerprint: "+err.Error(), err)
+			return r.refuse(ctx, req, http.StatusBadRequest, "the payload's fingerprint: "+errText(err), err)
 		}
 	}
 	return r.process(ctx, req, fingerprint)
+}
+
+// errText is the text of an error a user's callback returned: one whose
+// Error method panics must not take the process down either.
+func errText(err error) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = fmt.Sprintf("%T (its Error method panicked)", err)
+		}
+	}()
+	return err.Error()
 }
 
 // refuse answers a delivery refused before its claim, and logs and counts
