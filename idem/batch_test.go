@@ -458,7 +458,7 @@ func TestProcessBatchRetries(t *testing.T) {
 			store, err := idem.New(fake, "processed", func(o *idem.Options) {
 				o.MaxAttempts, o.BackoffBase, o.BackoffMax = 3, time.Microsecond, time.Microsecond
 				if tc.deadline {
-					o.BackoffBase = time.Second
+					o.BackoffBase, o.BackoffMax = 24*time.Hour, 24*time.Hour
 				}
 			})
 			if err != nil {

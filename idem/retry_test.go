@@ -84,7 +84,7 @@ func TestAnswersAndRetries(t *testing.T) {
 			}
 			ctx := context.Background()
 			if tc.deadline > 0 {
-				store, _ = idem.New(fake, "processed", func(o *idem.Options) { o.BackoffBase = time.Second })
+				store, _ = idem.New(fake, "processed", func(o *idem.Options) { o.BackoffBase, o.BackoffMax = 24*time.Hour, 24*time.Hour })
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
 				defer cancel()
