@@ -299,7 +299,7 @@ func (b *batchRun) done(e *entry, res Result, err error) {
 	switch {
 	case err == nil:
 		b.known[e.rec.Key] = res.Record
-	case errors.As(err, &kr):
+	case errors.As(err, &kr) && kr.Stored.Outcome != Pending:
 		b.known[e.rec.Key] = kr.Stored
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -158,3 +159,63 @@ type StoreError struct {
 
 func (e *StoreError) Error() string { return fmt.Sprintf("idem: %q: store: %v", e.Key, e.Err) }
 func (e *StoreError) Unwrap() error { return e.Err }
+
+// ErrLeaseHeld and ErrFenced match a *LeaseHeldError and a *FencedError;
+// both match ErrRetryable too, as retrying the delivery is right for both.
+var (
+	// ErrLeaseHeld: another delivery of the message holds its lease.
+	ErrLeaseHeld = errors.New("idem: lease held by another delivery")
+	// ErrFenced: the delivery's lease was taken over before its commit.
+	ErrFenced = errors.New("idem: lease taken over before the commit")
+)
+
+// LeaseHeldError reports a delivery that met a live lease on its message
+// (ProcessLeased): another delivery is running the handler, or its
+// environment crashed and the lease has yet to end. Nothing was done or
+// called; retry after Until.
+type LeaseHeldError struct {
+	Key   string
+	Until time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("idem: %q: another delivery holds the lease until %s; retry after it", e.Key, e.Until.UTC().Format(time.RFC3339Nano))
+}
+
+func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld || target == ErrRetryable }
+
+// FencedError reports a delivery whose lease ended and was taken over by
+// another before its commit, which applied nothing: the claim no longer
+// holds Token. The calls it made with the lease's key are answered to the
+// delivery that took over, which commits the effect once. Retrying is safe:
+// the retry is a Duplicate, or meets the live lease.
+type FencedError struct {
+	Key   string
+	Token int64
+	// Stored is the claim as the commit found it (zero when it was gone).
+	Stored Record
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("idem: %q: the lease of token %d was taken over (the claim holds token %d, %s) before the commit, which applied nothing",
+		e.Key, e.Token, e.Stored.Token, e.Stored.Outcome)
+}
+
+func (e *FencedError) Is(target error) bool { return target == ErrFenced || target == ErrRetryable }
+
+// StaleLeaseError reports a pending claim, left by a delivery that crashed
+// or timed out, first claimed longer ago than LeaseOptions.KeyLifetime:
+// the services called may have forgotten its key, so calling again could
+// apply twice, and the kit takes no new lease. Check the service for the
+// key's effect, then delete the claim record (to have it run again) or
+// complete it by hand. Nothing was done.
+type StaleLeaseError struct {
+	Key         string
+	ClaimedAt   time.Time
+	KeyLifetime time.Duration
+}
+
+func (e *StaleLeaseError) Error() string {
+	return fmt.Sprintf("idem: %q: pending since %s, longer than the key lifetime (%v): no new lease is taken, as the services called may no longer deduplicate the key; check them, then delete or complete the claim",
+		e.Key, e.ClaimedAt.UTC().Format(time.RFC3339), e.KeyLifetime)
+}

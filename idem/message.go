@@ -80,6 +80,19 @@ const (
 	// webhook without a valid signature is: the sender's fault, not a
 	// failure of the consumer, so it is counted apart from Failed.
 	Refused Outcome = "Refused"
+	// InFlight: another delivery of the message holds its lease
+	// (ProcessLeased); nothing was done, and the delivery is to be retried
+	// after the lease (*LeaseHeldError). Counted apart from Failed: it is
+	// a race the lease won, not a fault.
+	InFlight Outcome = "InFlight"
+	// Fenced: a delivery under a lease lost it before its commit, which
+	// then applied nothing (*FencedError): another delivery took the claim
+	// over after the lease ended.
+	Fenced Outcome = "Fenced"
+
+	// Pending is a claim record's outcome while a lease holds it; never a
+	// delivery's.
+	Pending Outcome = "Pending"
 )
 
 // Result is a successful delivery's outcome.
@@ -111,9 +124,15 @@ type Record struct {
 	PayloadDigest string
 	ClaimedAt     time.Time
 	ExpiresAt     time.Time
-	// Outcome is Processed or Rejected.
+	// Outcome is Processed or Rejected, or Pending while a lease holds
+	// the claim (ProcessLeased).
 	Outcome  Outcome
 	Response []byte
+	// Token is the fencing token of the claim's last lease, and
+	// LeaseUntil when a Pending claim's lease ends; zero for claims made
+	// without a lease.
+	Token      int64
+	LeaseUntil time.Time
 }
 
 type ctxKey struct{}

@@ -51,6 +51,10 @@ func OutcomeOf(res Result, err error) Outcome {
 		return res.Outcome
 	case errors.Is(err, ErrKeyReuse):
 		return KeyReuse
+	case errors.Is(err, ErrLeaseHeld):
+		return InFlight
+	case errors.Is(err, ErrFenced):
+		return Fenced
 	}
 	return Failed
 }
@@ -64,7 +68,7 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key
 	switch outcome {
 	case Processed:
 		level = slog.LevelDebug
-	case KeyReuse, Failed:
+	case KeyReuse, Failed, Fenced:
 		level = slog.LevelWarn
 	}
 	if o.log.Enabled(ctx, level) {
@@ -72,9 +76,15 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key
 		attrs = append(attrs, msg.LogAttrs...)
 		var kr *KeyReuseError
 		var pe *PanicError
+		var lh *LeaseHeldError
+		var fe *FencedError
 		switch {
 		case errors.As(err, &kr):
 			attrs = append(attrs, slog.String("fingerprint", kr.Fingerprint), slog.String("storedFingerprint", kr.Stored.Fingerprint))
+		case errors.As(err, &lh):
+			attrs = append(attrs, slog.Time("leaseUntil", lh.Until))
+		case errors.As(err, &fe):
+			attrs = append(attrs, slog.Int64("token", fe.Token), slog.Int64("storedToken", fe.Stored.Token))
 		case errors.As(err, &pe):
 			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 		}

@@ -87,8 +87,10 @@ type AttributeNames struct {
 	// PayloadDigest is the payload's SHA-256, hex (S), stored only when the
 	// fingerprint is another (Message.Fingerprint); defaults to "payloadDigest"
 	PayloadDigest string
-	Outcome       string // "Processed" or "Rejected" (S); defaults to "outcome"
+	Outcome       string // "Processed", "Rejected" or, under a lease, "Pending" (S); defaults to "outcome"
 	Response      string // stored response (B), absent when empty; defaults to "response"
+	LeaseUntil    string // a pending claim's lease end, epoch milliseconds (N); defaults to "leaseUntil"
+	Token         string // the fencing token of the claim's last lease (N); defaults to "fence"
 }
 
 // DefaultAttributes are the attribute names used where Options leave one
@@ -102,6 +104,8 @@ var DefaultAttributes = AttributeNames{
 	PayloadDigest: "payloadDigest",
 	Outcome:       "outcome",
 	Response:      "response",
+	LeaseUntil:    "leaseUntil",
+	Token:         "fence",
 }
 
 func (o *Options) setDefaults() {
@@ -118,6 +122,8 @@ func (o *Options) setDefaults() {
 		{&a.PayloadDigest, DefaultAttributes.PayloadDigest},
 		{&a.Outcome, DefaultAttributes.Outcome},
 		{&a.Response, DefaultAttributes.Response},
+		{&a.LeaseUntil, DefaultAttributes.LeaseUntil},
+		{&a.Token, DefaultAttributes.Token},
 	} {
 		if *f.v == "" {
 			*f.v = f.d

@@ -40,9 +40,34 @@ func (s *Store) keyItem(key string) map[string]types.AttributeValue {
 }
 
 // claim is the conditional Put that claims rec.Key: it succeeds when no
-// record holds the key, or when the one that does has expired but not yet
-// been deleted by TTL.
+// record holds the key, when the one that does has expired but not yet
+// been deleted by TTL, or when it is a pending claim whose lease has ended
+// (a lease-mode delivery that crashed).
 func (s *Store) claim(rec Record, now time.Time) types.TransactWriteItem {
+	a := s.opts.Attributes
+	return s.put(rec, "attribute_not_exists(#k) OR #e < :now OR (#o = :pending AND #l < :nowms)",
+		map[string]string{"#k": a.Key, "#e": a.ExpiresAt, "#o": a.Outcome, "#l": a.LeaseUntil},
+		map[string]types.AttributeValue{
+			":now":     &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+			":nowms":   &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
+			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+		})
+}
+
+// fencedClaim is the Put that turns the pending claim of rec's lease
+// (rec.Token) into rec: only while the record still holds that token.
+func (s *Store) fencedClaim(rec Record) types.TransactWriteItem {
+	a := s.opts.Attributes
+	return s.put(rec, "#o = :pending AND #t = :token",
+		map[string]string{"#o": a.Outcome, "#t": a.Token},
+		map[string]types.AttributeValue{
+			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+			":token":   &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Token, 10)},
+		})
+}
+
+// put is the Put of rec, on condition.
+func (s *Store) put(rec Record, condition string, names map[string]string, values map[string]types.AttributeValue) types.TransactWriteItem {
 	a := s.opts.Attributes
 	item := s.keyItem(rec.Key)
 	item[a.ExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ExpiresAt.Unix(), 10)}
@@ -56,17 +81,15 @@ func (s *Store) claim(rec Record, now time.Time) types.TransactWriteItem {
 	if len(rec.Response) > 0 {
 		item[a.Response] = &types.AttributeValueMemberB{Value: rec.Response}
 	}
+	if rec.Token != 0 { // kept, so that a later lease's token is larger
+		item[a.Token] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Token, 10)}
+	}
 	return types.TransactWriteItem{Put: &types.Put{
-		TableName:           &s.table,
-		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(#k) OR #e < :now"),
-		ExpressionAttributeNames: map[string]string{
-			"#k": a.Key,
-			"#e": a.ExpiresAt,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
-		},
+		TableName:                           &s.table,
+		Item:                                item,
+		ConditionExpression:                 aws.String(condition),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
 }
@@ -100,7 +123,21 @@ func (s *Store) decodeRecord(item map[string]types.AttributeValue) Record {
 	if v, ok := item[a.Response].(*types.AttributeValueMemberB); ok {
 		rec.Response = v.Value
 	}
+	rec.Token = number(item[a.Token])
+	if ms := number(item[a.LeaseUntil]); ms != 0 {
+		rec.LeaseUntil = time.UnixMilli(ms)
+	}
 	return rec
+}
+
+// number reads an N attribute, 0 when absent or unreadable.
+func number(v types.AttributeValue) int64 {
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	i, _ := strconv.ParseInt(n.Value, 10, 64)
+	return i
 }
 
 // sameMessage says whether a delivery whose record is rec is a redelivery

@@ -122,21 +122,28 @@ func (s *Store) process(ctx context.Context, msg Message, key string, h Handler)
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := s.commit(ctx, rec, eff.Writes, rec.ClaimedAt)
+	return s.finish(ctx, msg, rec, eff, func(rec Record) types.TransactWriteItem { return s.claim(rec, rec.ClaimedAt) })
+}
+
+// finish commits rec and eff's writes, the claim built by claim, and, when
+// a condition of the writes fails and eff.Rejected is set, the rejection
+// in their place.
+func (s *Store) finish(ctx context.Context, msg Message, rec Record, eff Effect, claim func(Record) types.TransactWriteItem) (Result, error) {
+	res, err := s.commit(ctx, claim(rec), rec, eff.Writes)
 	s.remember(res, err)
 	var rej *RejectedError
 	if eff.Rejected != nil && errors.As(err, &rej) {
 		if rec, err = s.rejection(rec, eff, rej); err != nil {
 			return Result{}, err
 		}
-		res, err = s.commit(ctx, rec, nil, rec.ClaimedAt)
+		res, err = s.commit(ctx, claim(rec), rec, nil)
 		s.remember(res, err)
 		if err == nil && res.Outcome == Processed {
 			res.Outcome, res.Rejection = Rejected, rej
 		}
 	}
 	if err == nil && res.Outcome == Duplicate {
-		err = replay(msg, key, res.Record)
+		err = replay(msg, rec.Key, res.Record)
 	}
 	if err != nil {
 		return Result{}, err
@@ -192,7 +199,7 @@ func (s *Store) remember(res Result, err error) {
 	switch {
 	case err == nil:
 		s.cache.put(res.Record)
-	case errors.As(err, &kr):
+	case errors.As(err, &kr) && kr.Stored.Outcome != Pending: // a pending claim may yet be released
 		s.cache.put(kr.Stored)
 	}
 }
@@ -246,11 +253,11 @@ func runHandler(ctx context.Context, msg Message, key string, h Handler) (eff Ef
 	return eff, nil
 }
 
-// commit sends the claim and writes as one transaction, retrying conflicts
-// and throttling with jittered backoff within ctx's deadline.
-func (s *Store) commit(ctx context.Context, rec Record, writes []types.TransactWriteItem, now time.Time) (Result, error) {
+// commit sends claim, rec's, and writes as one transaction, retrying
+// conflicts and throttling with jittered backoff within ctx's deadline.
+func (s *Store) commit(ctx context.Context, claim types.TransactWriteItem, rec Record, writes []types.TransactWriteItem) (Result, error) {
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
-	items = append(items, s.claim(rec, now))
+	items = append(items, claim)
 	items = append(items, writes...)
 	var sent sendLog
 	for attempt := 1; ; attempt++ {
@@ -295,8 +302,13 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 	reasons := tce.CancellationReasons
 	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
 		stored := s.decodeRecord(reasons[0].Item)
-		if !sameMessage(stored, rec) {
+		switch {
+		case rec.Token != 0: // a lease's commit: whatever holds the key now, it is not this lease
+			return Result{}, &FencedError{Key: rec.Key, Token: rec.Token, Stored: stored}, false
+		case !sameMessage(stored, rec):
 			return Result{}, &KeyReuseError{Key: rec.Key, Fingerprint: rec.Fingerprint, Stored: stored}, false
+		case stored.Outcome == Pending:
+			return Result{}, &LeaseHeldError{Key: rec.Key, Until: stored.LeaseUntil}, false
 		}
 		return duplicate(stored, rec), nil, false
 	}

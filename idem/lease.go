@@ -1,0 +1,279 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// UpdateItemAPI is the call a lease is taken and released with, besides
+// TransactWriteItems. *dynamodb.Client implements it.
+type UpdateItemAPI interface {
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// LeaseOptions configure ProcessLeased. Every default is written once, on
+// its field, and applied by ProcessLeased and CheckLease.
+type LeaseOptions struct {
+	// Duration is the longest a lease lasts. It ends sooner when the
+	// context's deadline (a Lambda invoke's remaining time) comes first, so
+	// that the lease of an environment that crashed or timed out has ended
+	// by the time its message is redelivered. The handler's context is
+	// done when the lease ends. Defaults to 1 minute.
+	Duration time.Duration
+
+	// KeyLifetime is how long the services the handler calls honour the
+	// key it forwards (Stripe's API: 24 hours). No new lease is taken on a
+	// message first claimed longer ago, since a call made again might no
+	// longer be deduplicated: the delivery fails with a *StaleLeaseError
+	// for someone to look at. It must exceed Duration. Defaults to 24
+	// hours.
+	KeyLifetime time.Duration
+}
+
+func (o *LeaseOptions) setDefaults() {
+	if o.Duration == 0 {
+		o.Duration = time.Minute
+	}
+	if o.KeyLifetime == 0 {
+		o.KeyLifetime = 24 * time.Hour
+	}
+}
+
+// Lease is the claim a handler run by ProcessLeased holds.
+type Lease struct {
+	// Key is the claim key: forward it as the Idempotency-Key of the
+	// service the handler calls. It is the same for every delivery of the
+	// message.
+	Key string
+	// Token is the fencing token: larger for each new lease on the key.
+	// The commit applies only while the claim still holds it.
+	Token int64
+	// Until is when the lease ends, and the handler's context with it.
+	Until time.Time
+	// ClaimedAt is when the message was first claimed, by this lease or an
+	// earlier one.
+	ClaimedAt time.Time
+}
+
+// StepKey is the key to forward for one of several calls the handler
+// makes, named by step ("payout", "receipt"): stable across redeliveries,
+// and distinct per step.
+func (l Lease) StepKey(step string) string { return l.Key + "/" + step }
+
+type leaseKey struct{}
+
+// LeaseFromContext returns the lease a ProcessLeased handler's context
+// carries.
+func LeaseFromContext(ctx context.Context) (Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(Lease)
+	return l, ok
+}
+
+// CheckLease reports whether the Store can run handlers under a lease
+// with these options: its client must have UpdateItem, and the options
+// must make sense. Adapters call it when they are built.
+func (s *Store) CheckLease(o LeaseOptions) error {
+	o.setDefaults()
+	if _, ok := s.client.(UpdateItemAPI); !ok {
+		return fmt.Errorf("idem: lease: the Store's DynamoDB client (%T) has no UpdateItem method, which a lease is taken with", s.client)
+	}
+	switch {
+	case o.Duration < 0 || o.KeyLifetime < 0:
+		return errors.New("idem: lease: LeaseOptions.Duration and KeyLifetime must not be negative")
+	case o.Duration < time.Second:
+		return fmt.Errorf("idem: lease: LeaseOptions.Duration is %v; a lease shorter than a second leaves no time to call out", o.Duration)
+	case o.KeyLifetime <= o.Duration:
+		return fmt.Errorf("idem: lease: LeaseOptions.KeyLifetime (%v) must exceed Duration (%v): a lease and its retries must stay inside the lifetime of the key it forwards", o.KeyLifetime, o.Duration)
+	}
+	return nil
+}
+
+// ProcessLeased is Process for a handler that calls other services before
+// its DynamoDB writes can be described, such as a payment API whose answer
+// the effect stores. The claim is written first, alone, as pending: a
+// lease that ends before ctx's deadline, and a fencing token. h then runs
+// with the lease in its context (LeaseFromContext): it calls out with the
+// lease's Key as the Idempotency-Key (or StepKey, one per call), which
+// the services it calls deduplicate. Last, one transaction commits h's
+// writes, its response and the claim, on the condition that the claim
+// still holds this lease's token.
+//
+// While a lease is live, another delivery of the message makes no call:
+// it returns a *LeaseHeldError, to be retried after the lease. A handler
+// error or panic releases the lease, so the redelivery runs at once; a
+// crash or a timeout leaves it to end. The next delivery then takes a new
+// lease and token and runs h again, with the same key: the service called
+// answers it as the first call, and the late delivery's commit, should it
+// come, applies nothing and returns a *FencedError.
+//
+// It costs a call more than Process for a first delivery (the lease's
+// UpdateItem), two more when h fails (the release); a duplicate costs one
+// call, as in Process, or none from the cache. The Store's client must
+// have UpdateItem (CheckLease).
+func (s *Store) ProcessLeased(ctx context.Context, msg Message, h Handler, optFns ...func(*LeaseOptions)) (Result, error) {
+	var o LeaseOptions
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	key := s.claimKey(msg)
+	res, err := s.processLeased(ctx, msg, key, h, o)
+	s.obs.observe(ctx, msg, key, res, err)
+	return res, err
+}
+
+func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Handler, o LeaseOptions) (Result, error) {
+	if err := s.CheckLease(o); err != nil {
+		return Result{}, &InvalidError{Key: key, Reason: err.Error()}
+	}
+	o.setDefaults()
+	if err := s.validateMessage(msg, key); err != nil {
+		return Result{}, err
+	}
+	id := s.identify(msg, key)
+	if res, err, ok := s.cached(id); ok {
+		if err == nil {
+			err = replay(msg, key, res.Record)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return res, nil
+	}
+	lease, res, err := s.acquire(ctx, id, o)
+	if err != nil {
+		return Result{}, err
+	}
+	if lease.Token == 0 { // the message was processed before
+		if err := replay(msg, key, res.Record); err != nil {
+			return Result{}, err
+		}
+		return res, nil
+	}
+	hctx, cancel := context.WithDeadline(context.WithValue(withDelivery(ctx, msg, key), leaseKey{}, lease), lease.Until)
+	eff, err := runHandler(hctx, msg, key, h)
+	cancel()
+	if err == nil {
+		err = s.validateEffect(key, &eff)
+	}
+	if err != nil {
+		s.release(ctx, key, lease.Token)
+		return Result{}, err
+	}
+	rec := id
+	rec.ClaimedAt, rec.ExpiresAt = lease.ClaimedAt, s.opts.Now().Add(s.opts.Retention())
+	rec.Outcome, rec.Response, rec.Token = Processed, eff.Response, lease.Token
+	res, err = s.finish(ctx, msg, rec, eff, s.fencedClaim)
+	if err != nil && !errors.Is(err, ErrFenced) {
+		// Safe even if the commit went through with its answer lost: the
+		// release applies only to a claim still pending under this token.
+		s.release(ctx, key, lease.Token)
+	}
+	return res, err
+}
+
+// acquire takes a lease on id's key: a new claim, or the takeover of a
+// pending one whose lease has ended. A Token of 0 means the message was
+// processed before, and res is its Duplicate.
+func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, Result, error) {
+	client := s.client.(UpdateItemAPI) // CheckLease saw to it
+	for attempt := 1; ; attempt++ {
+		now := s.opts.Now()
+		until := now.Add(o.Duration)
+		if deadline, ok := ctx.Deadline(); ok && deadline.Before(until) {
+			until = deadline
+		}
+		if !until.After(now) {
+			return Lease{}, Result{}, &RetryableError{Key: id.Key, Err: fmt.Errorf("no time left for a lease: %w", context.DeadlineExceeded)}
+		}
+		stored, found, err := s.readForLease(ctx, client, id, now, until)
+		switch {
+		case err != nil:
+			return Lease{}, Result{}, err
+		case !found: // claimed, by this call: stored is the new claim
+			return Lease{Key: id.Key, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt}, Result{}, nil
+		case !sameMessage(stored, id):
+			return Lease{}, Result{}, &KeyReuseError{Key: id.Key, Fingerprint: id.Fingerprint, Stored: stored}
+		case stored.Outcome != Pending:
+			res := duplicate(stored, id)
+			s.remember(res, nil)
+			return Lease{}, res, nil
+		case stored.LeaseUntil.After(now):
+			return Lease{}, Result{}, &LeaseHeldError{Key: id.Key, Until: stored.LeaseUntil}
+		case now.Sub(stored.ClaimedAt) > o.KeyLifetime:
+			return Lease{}, Result{}, &StaleLeaseError{Key: id.Key, ClaimedAt: stored.ClaimedAt, KeyLifetime: o.KeyLifetime}
+		}
+		lease, taken, err := s.takeOver(ctx, client, stored, until)
+		if err != nil || taken {
+			return lease, Result{}, err
+		}
+		if attempt >= s.opts.MaxAttempts { // each attempt lost a race to another taker
+			return Lease{}, Result{}, &RetryableError{Key: id.Key, Attempts: attempt, Err: errors.New("the claim changed under each takeover")}
+		}
+	}
+}
+
+// readForLease claims id's key as pending, or, when a record holds it,
+// returns that record with found set.
+func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Record, now, until time.Time) (Record, bool, error) {
+	in := s.newClaim(id, now, until)
+	sent := sendLog{attempts: 1}
+	out, err := client.UpdateItem(ctx, in, sent.option)
+	if err == nil {
+		rec := id
+		rec.ClaimedAt, rec.Outcome, rec.LeaseUntil = now, Pending, until
+		rec.Token = number(out.Attributes[s.opts.Attributes.Token])
+		return rec, false, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return s.decodeRecord(ccf.Item), true, nil
+	}
+	return Record{}, false, s.leaseCallError(id.Key, "the lease", err, &sent)
+}
+
+// takeOver takes the lease of stored, a pending claim whose lease ended;
+// taken is false when another delivery changed the claim first.
+func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Record, until time.Time) (Lease, bool, error) {
+	sent := sendLog{attempts: 1}
+	out, err := client.UpdateItem(ctx, s.takeOverInput(stored, until), sent.option)
+	if err == nil {
+		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt}, true, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return Lease{}, false, nil
+	}
+	return Lease{}, false, s.leaseCallError(stored.Key, "the lease's takeover", err, &sent)
+}
+
+// release ends the lease token holds on key, so the message's next
+// delivery runs at once. It is best effort: a release that fails leaves
+// the lease to end by itself.
+func (s *Store) release(ctx context.Context, key string, token int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	_, _ = s.client.(UpdateItemAPI).UpdateItem(ctx, s.releaseInput(key, token))
+}
+
+// releaseTimeout bounds a release, which may run after the delivery's own
+// deadline has passed.
+const releaseTimeout = 2 * time.Second
+
+// leaseCallError classifies a failed UpdateItem as commit's classify does
+// for a failed transaction.
+func (s *Store) leaseCallError(key, what string, err error, sent *sendLog) error {
+	var ae smithy.APIError
+	switch {
+	case isTransient(err) || !errors.As(err, &ae) && sent.mayHaveSent():
+		return &RetryableError{Key: key, Attempts: sent.count(), Err: fmt.Errorf("%s: %w", what, err)}
+	case ae != nil && ae.ErrorCode() == "ValidationException":
+		return &InvalidError{Key: key, Reason: what + ": " + err.Error(), Server: true}
+	}
+	return &StoreError{Key: key, Err: fmt.Errorf("%s: %w", what, err)}
+}

@@ -1,0 +1,100 @@
+package idem
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The UpdateItem calls of a lease. A pending claim is a claim record whose
+// outcome is Pending, with the lease's end (LeaseUntil, epoch ms) and its
+// fencing token (Token), which each new lease increments, so that tokens
+// only grow; the commit's Put replaces it with the processed record.
+
+// newClaim claims id's key as pending until until, where no live record
+// holds it (the claim's own condition: absent, or expired); its answer
+// holds the new token.
+func (s *Store) newClaim(id Record, now, until time.Time) *dynamodb.UpdateItemInput {
+	a := s.opts.Attributes
+	set := "SET #c = :c, #e = :e, #s = :s, #f = :f, #o = :pending, #l = :until"
+	remove := " REMOVE #r"
+	names := map[string]string{"#k": a.Key, "#c": a.ClaimedAt, "#e": a.ExpiresAt, "#s": a.Source, "#f": a.Fingerprint,
+		"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token, "#r": a.Response, "#d": a.PayloadDigest}
+	values := map[string]types.AttributeValue{
+		":c":       &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
+		":e":       &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(s.opts.Retention()).Unix(), 10)},
+		":s":       &types.AttributeValueMemberS{Value: id.Source},
+		":f":       &types.AttributeValueMemberS{Value: id.Fingerprint},
+		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+		":until":   millis(until),
+		":one":     &types.AttributeValueMemberN{Value: "1"},
+		":now":     &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+	}
+	if id.PayloadDigest != id.Fingerprint {
+		set += ", #d = :d"
+		values[":d"] = &types.AttributeValueMemberS{Value: id.PayloadDigest}
+	} else {
+		remove += ", #d" // an expired record's, if it had one
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 s.keyItem(id.Key),
+		UpdateExpression:                    aws.String(set + " ADD #t :one" + remove),
+		ConditionExpression:                 aws.String("attribute_not_exists(#k) OR #e < :now"),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueUpdatedNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// takeOverInput takes the lease of stored, a pending claim whose lease has
+// ended, on the condition that nobody changed it since it was read.
+func (s *Store) takeOverInput(stored Record, until time.Time) *dynamodb.UpdateItemInput {
+	a := s.opts.Attributes
+	return &dynamodb.UpdateItemInput{
+		TableName:                &s.table,
+		Key:                      s.keyItem(stored.Key),
+		UpdateExpression:         aws.String("SET #l = :until ADD #t :one"),
+		ConditionExpression:      aws.String("#o = :pending AND #t = :token AND #l = :was"),
+		ExpressionAttributeNames: map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":until":   millis(until),
+			":one":     &types.AttributeValueMemberN{Value: "1"},
+			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+			":token":   &types.AttributeValueMemberN{Value: strconv.FormatInt(stored.Token, 10)},
+			":was":     millis(stored.LeaseUntil),
+		},
+		ReturnValues: types.ReturnValueUpdatedNew,
+	}
+}
+
+// releaseInput ends the lease token holds on key, if it still does.
+func (s *Store) releaseInput(key string, token int64) *dynamodb.UpdateItemInput {
+	a := s.opts.Attributes
+	return &dynamodb.UpdateItemInput{
+		TableName:                &s.table,
+		Key:                      s.keyItem(key),
+		UpdateExpression:         aws.String("SET #l = :zero"),
+		ConditionExpression:      aws.String("#o = :pending AND #t = :token"),
+		ExpressionAttributeNames: map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":zero":    &types.AttributeValueMemberN{Value: "0"},
+			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+			":token":   &types.AttributeValueMemberN{Value: strconv.FormatInt(token, 10)},
+		},
+	}
+}
+
+// millis is t in epoch milliseconds, 0 for the zero time (a released
+// lease).
+func millis(t time.Time) types.AttributeValue {
+	var ms int64
+	if !t.IsZero() {
+		ms = t.UnixMilli()
+	}
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(ms, 10)}
+}
