@@ -182,7 +182,9 @@ func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("idem: %q: another delivery holds the lease until %s; retry after it", e.Key, e.Until.UTC().Format(time.RFC3339Nano))
 }
 
-func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld || target == ErrRetryable }
+func (e *LeaseHeldError) Is(target error) bool {
+	return target == ErrLeaseHeld || target == ErrRetryable
+}
 
 // FencedError reports a delivery whose lease ended and was taken over by
 // another before its commit, which applied nothing: the claim no longer
