@@ -15,6 +15,13 @@ type WrapOptions struct {
 	// Scope, as the scope of its keys. Defaults to the Lambda function's
 	// name ($AWS_LAMBDA_FUNCTION_NAME), or "events" outside Lambda.
 	Source string
+
+	// Lease, when set, runs h under a lease (Store.ProcessLeased), for
+	// handlers that call other services before their writes can be
+	// described; an event whose lease another delivery holds returns a
+	// *LeaseHeldError, retryable, and makes no call. Defaults to nil: no
+	// lease, the claim and the effect in one transaction.
+	Lease *LeaseOptions
 }
 
 // Wrap makes a Lambda handler of any event type idempotent: an EventBridge
@@ -59,6 +66,15 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 	if err := store.CheckSource(o.Source); err != nil {
 		return nil, fmt.Errorf("idem: Wrap: WrapOptions.%w", err)
 	}
+	process := store.Process
+	if lease := o.Lease; lease != nil {
+		if err := store.CheckLease(*lease); err != nil {
+			return nil, fmt.Errorf("idem: Wrap: WrapOptions.Lease: %w", err)
+		}
+		process = func(ctx context.Context, msg Message, h Handler) (Result, error) {
+			return store.ProcessLeased(ctx, msg, h, func(o *LeaseOptions) { *o = *lease })
+		}
+	}
 	return func(ctx context.Context, event E) (R, error) {
 		var zero R
 		msg, err := wrapped(o.Source, key, event)
@@ -68,7 +84,7 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 		}
 		var answer R // this delivery's own, or the replayed one
 		msg.Replay = func(stored Record) error { return decodeAnswer(stored.Response, &answer) }
-		res, err := store.Process(ctx, msg, func(ctx context.Context, _ Message) (Effect, error) {
+		res, err := process(ctx, msg, func(ctx context.Context, _ Message) (Effect, error) {
 			r, eff, err := h(ctx, event)
 			if err != nil {
 				return Effect{}, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -225,5 +226,40 @@ func TestWrapAnswersAreTheStoredOnes(t *testing.T) {
 				t.Errorf("a rejection no duplicate could read was recorded")
 			}
 		})
+	}
+}
+
+// TestWrapLease: under WrapOptions.Lease, an event in flight returns a
+// retryable *LeaseHeldError and runs nothing.
+func TestWrapLease(t *testing.T) {
+	e := newEnv(t)
+	type event struct{ ID string }
+	entered, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int64
+	handle, err := idem.Wrap(e.store, func(ev event) (string, error) { return ev.ID, nil },
+		func(ctx context.Context, ev event) (string, idem.Effect, error) {
+			runs.Add(1)
+			if _, ok := idem.LeaseFromContext(ctx); !ok {
+				return "", idem.Effect{}, errors.New("no lease")
+			}
+			close(entered)
+			<-release
+			return "done", idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-9", 500)}}, nil
+		}, func(o *idem.WrapOptions) { o.Source, o.Lease = "events", &idem.LeaseOptions{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error)
+	go func() { _, err := handle(context.Background(), event{"e-1"}); first <- err }()
+	<-entered
+	if _, err := handle(context.Background(), event{"e-1"}); !errors.Is(err, idem.ErrLeaseHeld) || !errors.Is(err, idem.ErrRetryable) {
+		t.Errorf("in flight: want a retryable ErrLeaseHeld, got %v", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := handle(context.Background(), event{"e-1"}); err != nil || got != "done" || runs.Load() != 1 {
+		t.Errorf("after: want the replayed answer and 1 run, got %q, %v, %d", got, err, runs.Load())
 	}
 }

@@ -63,12 +63,23 @@ type Options struct {
 	// well under the function's timeout. Negative turns both off.
 	// Defaults to 2 seconds.
 	DeadlineMargin time.Duration
+
+	// Lease, when set, runs each record's handler under a lease
+	// (idem.Store.ProcessLeased), for handlers that call other services
+	// before their writes can be described: the claim is taken first, the
+	// handler calls out with idem.LeaseFromContext's key, and a record whose
+	// lease another delivery holds is reported failed, to come back after
+	// the visibility timeout. The lease ends DeadlineMargin/2 before the
+	// Lambda deadline at the latest. Not with BatchTransactions. Defaults
+	// to nil: no lease, the claim and the effect in one transaction.
+	Lease *idem.LeaseOptions
 }
 
 type consumer struct {
-	store *idem.Store
-	h     Handler
-	opts  Options
+	store   *idem.Store
+	h       Handler
+	opts    Options
+	process func(context.Context, idem.Message, idem.Handler) (idem.Result, error)
 }
 
 // New returns a handler for lambda.Start that processes an SQS batch
@@ -98,7 +109,18 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.C
 	if o.DeadlineMargin == 0 {
 		o.DeadlineMargin = 2 * time.Second
 	}
-	c := &consumer{store: store, h: h, opts: o}
+	c := &consumer{store: store, h: h, opts: o, process: store.Process}
+	if lease := o.Lease; lease != nil {
+		if o.BatchTransactions {
+			return nil, errors.New("sqsconsumer: New: Options.Lease and BatchTransactions exclude each other: a lease claims each record before its handler runs, alone")
+		}
+		if err := store.CheckLease(*lease); err != nil {
+			return nil, fmt.Errorf("sqsconsumer: New: Options.Lease: %w", err)
+		}
+		c.process = func(ctx context.Context, msg idem.Message, h idem.Handler) (idem.Result, error) {
+			return store.ProcessLeased(ctx, msg, h, func(o *idem.LeaseOptions) { *o = *lease })
+		}
+	}
 	return c.handle, nil
 }
 
@@ -193,7 +215,7 @@ func (c *consumer) runLane(ctx, work context.Context, recs []events.SQSMessage, 
 			case !c.mayStart(ctx):
 				return c.skip(ctx, rec, ErrDeadline)
 			}
-			return c.process(work, rec)
+			return c.processRecord(work, rec)
 		})
 		if errs[i] != nil && failed < 0 {
 			failed = i
@@ -219,13 +241,14 @@ func (c *consumer) mayStart(ctx context.Context) bool {
 	return !ok || c.opts.DeadlineMargin < 0 || time.Until(d) > c.opts.DeadlineMargin
 }
 
-// process runs one record through the Store, which logs and counts it.
-func (c *consumer) process(ctx context.Context, rec events.SQSMessage) error {
+// processRecord runs one record through the Store, which logs and counts
+// it.
+func (c *consumer) processRecord(ctx context.Context, rec events.SQSMessage) error {
 	msg, err := c.keyed(ctx, rec)
 	if err != nil {
 		return err
 	}
-	_, err = c.store.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+	_, err = c.process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		return c.h(ctx, rec)
 	})
 	return err

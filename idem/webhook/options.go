@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"time"
+
+	"github.com/idemkit/kit/idem"
 )
 
 // Options configure a Receiver. Every default is written once, on its
@@ -46,6 +48,17 @@ type Options struct {
 	// RetryAfter is the Retry-After of the 503 sent when the store failed
 	// transiently, rounded up to whole seconds. Defaults to 1 second.
 	RetryAfter time.Duration
+
+	// Lease, when set, runs the Handler under a lease
+	// (idem.Store.ProcessLeased), for handlers that call other services
+	// before their writes can be described: the claim is taken first, and
+	// the Handler calls out with idem.LeaseFromContext's key as the
+	// Idempotency-Key. A delivery that meets a live lease (the same key in
+	// flight) is answered 409 Conflict with a Retry-After of the lease's
+	// remaining seconds, as the IETF idempotency-key draft answers a
+	// request still in flight; nothing is called. Defaults to nil: no
+	// lease, the claim and the effect in one transaction.
+	Lease *idem.LeaseOptions
 }
 
 func (o *Options) setDefaults() {

@@ -17,9 +17,10 @@ import (
 // answered with its first response. It is safe for concurrent use; build it
 // once, outside the Lambda handler.
 type Receiver struct {
-	store   *idem.Store
-	handler Handler
-	opts    Options
+	store     *idem.Store
+	handler   Handler
+	opts      Options
+	processFn func(context.Context, idem.Message, idem.Handler) (idem.Result, error) // Process, or ProcessLeased under Options.Lease
 }
 
 // New returns a Receiver that claims deliveries in store and runs h for
@@ -44,7 +45,16 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	if err := checkSecrets(o.Verifier); err != nil {
 		return nil, fmt.Errorf("webhook: New: %w", err)
 	}
-	return &Receiver{store: store, handler: h, opts: o}, nil
+	r := &Receiver{store: store, handler: h, opts: o, processFn: store.Process}
+	if lease := o.Lease; lease != nil {
+		if err := store.CheckLease(*lease); err != nil {
+			return nil, fmt.Errorf("webhook: New: Options.Lease: %w", err)
+		}
+		r.processFn = func(ctx context.Context, msg idem.Message, h idem.Handler) (idem.Result, error) {
+			return store.ProcessLeased(ctx, msg, h, func(o *idem.LeaseOptions) { *o = *lease })
+		}
+	}
+	return r, nil
 }
 
 // HandleV2 serves an HTTP API delivery (payload format 2.0), or a Lambda
@@ -191,7 +201,7 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 			stored, err = decodeResponse(rec.Response)
 			return err
 		}}
-	res, err := r.store.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+	res, err := r.processFn(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		resp, eff, err := r.handler(ctx, req)
 		if err != nil {
 			return idem.Effect{}, err
@@ -254,12 +264,18 @@ func (r *Receiver) answerError(key string, err error) Response {
 		panicky *idem.PanicError
 		store   *idem.StoreError
 		invalid *idem.InvalidError
+		held    *idem.LeaseHeldError
+		stale   *idem.StaleLeaseError
 	)
 	switch {
 	case errors.As(err, &bad):
 		return problem(http.StatusBadRequest, bad.Err.Error())
 	case errors.Is(err, idem.ErrKeyReuse):
 		return problem(http.StatusUnprocessableEntity, fmt.Sprintf("the idempotency key %q was used before with a different payload; send a new key for a new request", key))
+	case errors.As(err, &held):
+		return inFlight(held.Until.Sub(r.store.Options().Now()))
+	case errors.As(err, &stale):
+		return problem(http.StatusInternalServerError, "a delivery of this key started long ago and never finished; it needs an operator, and nothing was done now")
 	case errors.Is(err, idem.ErrRetryable):
 		return unavailable(r.opts.RetryAfter)
 	case errors.Is(err, idem.ErrRejected):

@@ -57,6 +57,14 @@ func unavailable(retryAfter time.Duration) Response {
 	return r
 }
 
+// inFlight is the 409 for a delivery whose key is in flight under a lease
+// that ends in remaining: retry after it (at least a second).
+func inFlight(remaining time.Duration) Response {
+	r := problem(http.StatusConflict, "a request with this idempotency key is still being processed; retry after it: a retry is applied at most once")
+	r.Headers["Retry-After"] = strconv.FormatInt(max(1, int64((remaining+time.Second-1)/time.Second)), 10)
+	return r
+}
+
 // A stored response is: the format version (1), the status as a varint,
 // the header count and each name and value, lengths as uvarints, names
 // sorted; then the body, to the end.

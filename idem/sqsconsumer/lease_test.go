@@ -1,0 +1,79 @@
+package sqsconsumer_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/sqsconsumer"
+)
+
+// TestLeaseFailsTheRecordInFlight: under Options.Lease, the same message
+// in two batches at once: the second meets the lease and is reported
+// failed without running its handler; its retry is a Duplicate.
+func TestLeaseFailsTheRecordInFlight(t *testing.T) {
+	e := newEnv(t)
+	entered, release := make(chan string, 2), make(chan struct{})
+	h := newHandler(t, e.store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
+		l, _ := idem.LeaseFromContext(ctx)
+		entered <- l.Key
+		<-release
+		return e.handler(rec)
+	}, func(o *sqsconsumer.Options) { o.Lease = &idem.LeaseOptions{} })
+	rec := events.SQSMessage{MessageId: "m-1", EventSourceARN: queueARN, Body: `{"account":"acc-1","cents":100}`}
+	ev := events.SQSEvent{Records: []events.SQSMessage{rec}}
+	first := make(chan events.SQSEventResponse)
+	go func() { resp, _ := h(context.Background(), ev); first <- resp }()
+	if key := <-entered; key != "credits#m-1" {
+		t.Errorf("the lease's key: want credits#m-1, got %q", key)
+	}
+	resp, _ := h(context.Background(), ev)
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m-1" {
+		t.Errorf("in flight: want m-1 failed, got %+v", resp)
+	}
+	close(release)
+	if resp := <-first; len(resp.BatchItemFailures) != 0 {
+		t.Errorf("first: want no failures, got %+v", resp)
+	}
+	if resp, _ := h(context.Background(), ev); len(resp.BatchItemFailures) != 0 {
+		t.Errorf("the retry: want a Duplicate, got %+v", resp)
+	}
+	if got := e.Balance(t, "acc-1"); got != 100 || len(e.runs.ids) != 1 {
+		t.Errorf("want balance 100 and one handler run, got %d and %v", got, e.runs.ids)
+	}
+	if !strings.Contains(e.logs.String(), `"outcome":"InFlight"`) {
+		t.Errorf("want an InFlight log line, got %s", e.logs.String())
+	}
+}
+
+// TestLeaseEndsBeforeTheDeadline: the lease ends DeadlineMargin/2 before
+// the invoke's deadline, never after.
+func TestLeaseEndsBeforeTheDeadline(t *testing.T) {
+	e := newEnv(t)
+	var until time.Time
+	h := newHandler(t, e.store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
+		l, _ := idem.LeaseFromContext(ctx)
+		until = l.Until
+		return e.handler(rec)
+	}, func(o *sqsconsumer.Options) { o.Lease = &idem.LeaseOptions{Duration: time.Hour} })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	h(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", EventSourceARN: queueARN, Body: `{"account":"acc-1","cents":1}`}}})
+	if want := deadline.Add(-time.Second); until.IsZero() || until.After(want) {
+		t.Errorf("want the lease to end by %v, got %v", want, until)
+	}
+}
+
+func TestLeaseRefusedWithBatchTransactions(t *testing.T) {
+	e := newEnv(t)
+	_, err := sqsconsumer.New(e.store, func(context.Context, events.SQSMessage) (idem.Effect, error) { return idem.Effect{}, nil },
+		func(o *sqsconsumer.Options) { o.Lease, o.BatchTransactions = &idem.LeaseOptions{}, true })
+	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Errorf("want Lease with BatchTransactions refused, got %v", err)
+	}
+}

@@ -1,0 +1,70 @@
+package webhook_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/webhook"
+)
+
+// TestLeaseInFlightIs409: under Options.Lease, a delivery whose key is in
+// flight gets 409 Conflict with the lease's Retry-After, and no call; once
+// the first commits, the retry is the replay.
+func TestLeaseInFlightIs409(t *testing.T) {
+	e := newEnv(t)
+	entered, release := make(chan string, 2), make(chan struct{})
+	calls := 0
+	h := creditHandler(e.Accounts)
+	r, err := webhook.New(e.store, func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
+		calls++
+		l, _ := idem.LeaseFromContext(ctx)
+		entered <- l.Key
+		<-release // the call out, in flight
+		return h(ctx, req)
+	}, func(o *webhook.Options) { o.Lease = &idem.LeaseOptions{Duration: 30 * time.Second} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := delivery{body: creditBody, headers: keyed("k-1")}
+	first := make(chan answer)
+	go func() { first <- sendV2(t, r, d) }()
+	if key := <-entered; key != "webhook#k-1" {
+		t.Errorf("the lease's key: want webhook#k-1, got %q", key)
+	}
+	for _, send := range []func(*testing.T, *webhook.Receiver, delivery) answer{sendV2, sendV1} {
+		got := send(t, r, d)
+		if got.status != 409 || got.headers["Retry-After"] < "29" || got.headers["Retry-After"] > "30" || !strings.Contains(problemDetail(t, got), "still being processed") {
+			t.Errorf("while in flight: want 409 with Retry-After 29 or 30, got %d %v %s", got.status, got.headers, got.body)
+		}
+	}
+	close(release)
+	if a := <-first; a.status != 200 {
+		t.Fatalf("first delivery: want 200, got %d %s", a.status, a.body)
+	}
+	if got := sendV2(t, r, d); got.status != 200 || got.headers["Idempotent-Replayed"] != "true" {
+		t.Errorf("after the commit: want the replay, got %d %v", got.status, got.headers)
+	}
+	if calls != 1 || e.Balance(t, "acc-9") != 500 {
+		t.Errorf("want 1 handler call and balance 500, got %d and %d", calls, e.Balance(t, "acc-9"))
+	}
+	var inFlight int
+	for _, l := range e.logged(t) {
+		if l["outcome"] == string(idem.InFlight) && l["level"] == "INFO" {
+			inFlight++
+		}
+	}
+	if inFlight != 2 {
+		t.Errorf("want 2 INFO InFlight lines, got %d in %s", inFlight, e.log.String())
+	}
+}
+
+func TestLeaseOptionsRefused(t *testing.T) {
+	e := newEnv(t)
+	_, err := webhook.New(e.store, creditHandler(e.Accounts), func(o *webhook.Options) { o.Lease = &idem.LeaseOptions{Duration: time.Millisecond} })
+	if err == nil || !strings.Contains(err.Error(), "Options.Lease") {
+		t.Errorf("want New to name Options.Lease, got %v", err)
+	}
+}
