@@ -74,7 +74,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 			if err := json.Unmarshal(readEvent(t, tc.file), &ev); err != nil {
 				t.Fatal(err)
 			}
-			h, err := handler.New(store, e.Accounts)
+			h, err := handler.New(store, e.Accounts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

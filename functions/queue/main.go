@@ -27,7 +27,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := handler.New(store, env.AccountsTable)
+	h, err := handler.New(store, env.AccountsTable, credit.NewReceipts(env)) // RECEIPTS_URL unset: nil, no receipts
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux, err := routes.New(context.Background(), store, e.Accounts, secrets.Env{Getenv: func(k string) string { return testEnv[k] }})
+	mux, err := routes.New(context.Background(), store, e.Accounts, secrets.Env{Getenv: func(k string) string { return testEnv[k] }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

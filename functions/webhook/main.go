@@ -35,7 +35,7 @@ func main() {
 	mux, err := routes.New(ctx, store, env.AccountsTable, secrets.Env{
 		Parameters: ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "SSM") }),
 		Secrets:    secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "SECRETS_MANAGER") }),
-	})
+	}, credit.NewReceipts(env)) // RECEIPTS_URL unset: nil, no receipts
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -63,6 +63,9 @@ func TestLoadEnv(t *testing.T) {
 		{"fraction", map[string]string{"RETENTION_DAYS": "1.5"}, 0, "whole number"},
 		{"word", map[string]string{"RETENTION_DAYS": "week"}, 0, "whole number"},
 		{"no tables", map[string]string{"PROCESSED_TABLE": "", "ACCOUNTS_TABLE": ""}, 0, "PROCESSED_TABLE, ACCOUNTS_TABLE"},
+		{"receipts", map[string]string{"RECEIPTS_URL": "http://127.0.0.1:3002/receipts"}, 0, ""},
+		{"receipts not a URL", map[string]string{"RECEIPTS_URL": "127.0.0.1:3002"}, 0, "RECEIPTS_URL"},
+		{"receipts over ftp", map[string]string{"RECEIPTS_URL": "ftp://example.com/r"}, 0, "http:// or https://"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{}
@@ -79,8 +82,8 @@ func TestLoadEnv(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got.RetentionDays != tc.days {
-				t.Fatalf("expect %d days, got %+v, %v", tc.days, got, err)
+			if err != nil || got.RetentionDays != tc.days || got.ReceiptsURL != env["RECEIPTS_URL"] {
+				t.Fatalf("expect %d days and RECEIPTS_URL %q, got %+v, %v", tc.days, env["RECEIPTS_URL"], got, err)
 			}
 		})
 	}

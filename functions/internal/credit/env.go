@@ -14,6 +14,9 @@ type Env struct {
 	// RetentionDays is RETENTION_DAYS, a whole number of days ≥ 1, or 0 when
 	// unset (the kit's default applies).
 	RetentionDays int
+	// ReceiptsURL is RECEIPTS_URL: the receipts service each credit first
+	// obtains a receipt from (Receipts), or "" for none.
+	ReceiptsURL string
 }
 
 // LoadEnv reads the environment; a missing or malformed variable is an
@@ -39,6 +42,12 @@ func LoadEnv(getenv func(string) string) (Env, error) {
 			return Env{}, fmt.Errorf("RETENTION_DAYS=%q: must be a whole number of days, at least 1", v)
 		}
 		e.RetentionDays = days
+	}
+	if v := strings.TrimSpace(getenv("RECEIPTS_URL")); v != "" {
+		if err := checkReceiptsURL(v); err != nil {
+			return Env{}, err
+		}
+		e.ReceiptsURL = v
 	}
 	return e, nil
 }

@@ -29,7 +29,7 @@ func TestBadBodiesFailWithTheirReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := handler.New(store, e.Accounts)
+	h, err := handler.New(store, e.Accounts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func FuzzRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h, err := handler.New(store, "accounts")
+	h, err := handler.New(store, "accounts", nil)
 	if err != nil {
 		f.Fatal(err)
 	}

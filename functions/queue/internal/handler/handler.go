@@ -20,15 +20,19 @@ import (
 // rules (a positive whole number of cents that fits in 64 bits, a
 // non-empty account) are more than encoding/json checks, and the webhook
 // function applies the same ones.
-func New(store *idem.Store, accountsTable string) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	return sqsconsumer.New(store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+//
+// With receipts set, each credit first obtains a receipt (credit.Apply)
+// under the kit's lease: a record whose credit is in flight elsewhere is
+// failed, to come back after the visibility timeout.
+func New(store *idem.Store, accountsTable string, receipts *credit.Receipts) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	return sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		c, err := credit.Parse([]byte(rec.Body))
 		if err != nil {
 			return idem.Effect{}, err
 		}
-		w, err := credit.Write(accountsTable, c)
+		w, err := credit.Apply(ctx, accountsTable, c, receipts)
 		return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
-	}, func(o *sqsconsumer.Options) { o.Key = Key })
+	}, func(o *sqsconsumer.Options) { o.Key, o.Lease = Key, receipts.Lease() })
 }
 
 // Key is the first of: the message attribute IdempotencyKey, a FIFO

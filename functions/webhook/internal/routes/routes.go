@@ -34,8 +34,10 @@ import (
 
 // New returns the function's routes. Secrets are read through env from
 // WEBHOOK_SECRET and STRIPE_WEBHOOK_SECRET, or their _PARAMETER and _ID
-// forms; the Stripe secret is required.
-func New(ctx context.Context, store *idem.Store, accounts string, env secrets.Env) (webhook.Mux, error) {
+// forms; the Stripe secret is required. With receipts set, each credit
+// first obtains a receipt (credit.Apply) under the kit's lease: a delivery
+// whose key is in flight is answered 409 with Retry-After.
+func New(ctx context.Context, store *idem.Store, accounts string, env secrets.Env, receipts *credit.Receipts) (webhook.Mux, error) {
 	generic, err := env.Load(ctx, "WEBHOOK_SECRET")
 	if err != nil {
 		return nil, err
@@ -47,8 +49,9 @@ func New(ctx context.Context, store *idem.Store, accounts string, env secrets.En
 	if len(stripe) == 0 {
 		return nil, errors.New("set STRIPE_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET_PARAMETER or STRIPE_WEBHOOK_SECRET_ID: Stripe deliveries must be verified")
 	}
-	credits, err := webhook.New(store, Credits(accounts), func(o *webhook.Options) {
+	credits, err := webhook.New(store, Credits(accounts, receipts), func(o *webhook.Options) {
 		o.Source = "credits"
+		o.Lease = receipts.Lease()
 		o.Key = webhook.IdempotencyKey("id")
 		if len(generic) > 0 {
 			o.Verifier = &webhook.HMACVerifier{Secrets: generic}
@@ -57,7 +60,7 @@ func New(ctx context.Context, store *idem.Store, accounts string, env secrets.En
 	if err != nil {
 		return nil, err
 	}
-	payments, err := webhook.New(store, Stripe(accounts), webhook.Stripe(stripe...))
+	payments, err := webhook.New(store, Stripe(accounts, receipts), webhook.Stripe(stripe...), func(o *webhook.Options) { o.Lease = receipts.Lease() })
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +72,13 @@ func New(ctx context.Context, store *idem.Store, accounts string, env secrets.En
 // rules (a positive whole number of cents that fits in 64 bits, a
 // non-empty account) are more than encoding/json checks, and the queue
 // function applies the same ones.
-func Credits(accounts string) webhook.Handler {
+func Credits(accounts string, receipts *credit.Receipts) webhook.Handler {
 	return func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		c, err := credit.Parse(req.Body)
 		if err != nil {
 			return webhook.Response{}, idem.Effect{}, webhook.BadRequest(err)
 		}
-		w, err := credit.Write(accounts, c)
+		w, err := credit.Apply(ctx, accounts, c, receipts)
 		if err != nil {
 			return webhook.Response{}, idem.Effect{}, err
 		}
@@ -93,7 +96,7 @@ type stripeEvent struct {
 
 // Stripe credits a payment_intent.succeeded to the account in the
 // PaymentIntent's metadata, and acknowledges any other event.
-func Stripe(accounts string) webhook.Handler {
+func Stripe(accounts string, receipts *credit.Receipts) webhook.Handler {
 	return webhook.JSONHandler(func(ctx context.Context, evt stripeEvent, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		if evt.Type != "payment_intent.succeeded" {
 			return answer("acknowledged", req.Key)
@@ -103,7 +106,7 @@ func Stripe(accounts string) webhook.Handler {
 			return webhook.Response{}, idem.Effect{}, webhook.BadRequest(err)
 		}
 		c.ID = req.Key
-		w, err := credit.Write(accounts, c)
+		w, err := credit.Apply(ctx, accounts, c, receipts)
 		if err != nil {
 			return webhook.Response{}, idem.Effect{}, err
 		}

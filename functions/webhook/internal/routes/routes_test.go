@@ -40,7 +40,7 @@ func newFn(t *testing.T, env map[string]string) *fn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mux, err = routes.New(context.Background(), store, f.Accounts, secrets.Env{Getenv: func(k string) string { return env[k] }})
+	f.mux, err = routes.New(context.Background(), store, f.Accounts, secrets.Env{Getenv: func(k string) string { return env[k] }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestStripe(t *testing.T) {
 
 func TestNewNeedsTheStripeSecret(t *testing.T) {
 	for _, env := range []map[string]string{{}, {"WEBHOOK_SECRET": genericSecret}, {"STRIPE_WEBHOOK_SECRET": " , "}} {
-		_, err := routes.New(context.Background(), nil, "accounts", secrets.Env{Getenv: func(k string) string { return env[k] }})
+		_, err := routes.New(context.Background(), nil, "accounts", secrets.Env{Getenv: func(k string) string { return env[k] }}, nil)
 		if err == nil || !strings.Contains(err.Error(), "STRIPE_WEBHOOK_SECRET") {
 			t.Errorf("%v: expect an error naming STRIPE_WEBHOOK_SECRET, got %v", env, err)
 		}
