@@ -33,6 +33,13 @@
 // transactions as DynamoDB's limits allow, each message's claim and effect
 // always in one of them.
 //
+// A handler that must call another service before its writes can be
+// described (a payment API whose answer the effect stores) runs under
+// ProcessLeased: the claim is taken first as a lease with a fencing token,
+// the handler forwards the lease's key as the service's idempotency key,
+// and the commit applies only while the claim holds the token. While the
+// lease is live, other deliveries make no call (*LeaseHeldError).
+//
 // Claim records expire after Options.RetentionDays; DynamoDB TTL deletes them
 // lazily, so the claim treats an expired record that still lingers as absent.
 // Retention must exceed every sender's redelivery horizon.
