@@ -20,12 +20,18 @@ type UpdateItemAPI interface {
 // LeaseOptions configure ProcessLeased. Every default is written once, on
 // its field, and applied by ProcessLeased and CheckLease.
 type LeaseOptions struct {
-	// Duration is the longest a lease lasts. It ends sooner when the
-	// context's deadline (a Lambda invoke's remaining time) comes first, so
-	// that the lease of an environment that crashed or timed out has ended
-	// by the time its message is redelivered. The handler's context is
-	// done when the lease ends. Defaults to 1 minute.
+	// Duration is the longest a lease lasts. It ends sooner, Reserve
+	// before the context's deadline (a Lambda invoke's remaining time), when
+	// that comes first, so that the lease of an environment that crashed or
+	// timed out has ended by the time its message is redelivered. The
+	// handler's context is done when the lease ends. Defaults to 1 minute.
 	Duration time.Duration
+
+	// Reserve is the time kept between the lease's end and the context's
+	// deadline, for the commit or the release after the handler: a handler
+	// cut off at the lease's end still reports its failure before the
+	// invoke times out. Negative keeps none. Defaults to 1 second.
+	Reserve time.Duration
 
 	// KeyLifetime is how long the services the handler calls honour the
 	// key it forwards (Stripe's API: 24 hours). No new lease is taken on a
@@ -42,6 +48,9 @@ func (o *LeaseOptions) setDefaults() {
 	}
 	if o.KeyLifetime == 0 {
 		o.KeyLifetime = 24 * time.Hour
+	}
+	if o.Reserve == 0 {
+		o.Reserve = time.Second
 	}
 }
 
@@ -185,8 +194,8 @@ func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, 
 	for attempt := 1; ; attempt++ {
 		now := s.opts.Now()
 		until := now.Add(o.Duration)
-		if deadline, ok := ctx.Deadline(); ok && deadline.Before(until) {
-			until = deadline
+		if deadline, ok := ctx.Deadline(); ok && deadline.Add(-max(o.Reserve, 0)).Before(until) {
+			until = deadline.Add(-max(o.Reserve, 0))
 		}
 		if !until.After(now) {
 			return Lease{}, Result{}, &RetryableError{Key: id.Key, Err: fmt.Errorf("no time left for a lease: %w", context.DeadlineExceeded)}

@@ -69,9 +69,10 @@ type Options struct {
 	// before their writes can be described: the claim is taken first, the
 	// handler calls out with idem.LeaseFromContext's key, and a record whose
 	// lease another delivery holds is reported failed, to come back after
-	// the visibility timeout. The lease ends DeadlineMargin/2 before the
-	// Lambda deadline at the latest. Not with BatchTransactions. Defaults
-	// to nil: no lease, the claim and the effect in one transaction.
+	// the visibility timeout. The lease ends DeadlineMargin/2 plus
+	// LeaseOptions.Reserve before the Lambda deadline at the latest. Not
+	// with BatchTransactions. Defaults to nil: no lease, the claim and the
+	// effect in one transaction.
 	Lease *idem.LeaseOptions
 }
 
