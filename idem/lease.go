@@ -171,7 +171,7 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 		err = s.validateEffect(key, &eff)
 	}
 	if err != nil {
-		s.release(ctx, key, lease.Token)
+		s.release(ctx, key, lease.Token, lease.Until)
 		return Result{}, err
 	}
 	rec := id
@@ -181,7 +181,7 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 	if err != nil && !errors.Is(err, ErrFenced) {
 		// Safe even if the commit went through with its answer lost: the
 		// release applies only to a claim still pending under this token.
-		s.release(ctx, key, lease.Token)
+		s.release(ctx, key, lease.Token, lease.Until)
 	}
 	return res, err
 }
@@ -243,7 +243,13 @@ func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Recor
 	if errors.As(err, &ccf) {
 		return s.decodeRecord(ccf.Item), true, nil
 	}
-	return Record{}, false, s.leaseCallError(id.Key, "the lease", err, &sent)
+	err = s.leaseCallError(id.Key, "the lease", err, &sent)
+	if errors.Is(err, ErrRetryable) {
+		// The lease may have been taken with its answer lost: release it,
+		// or the redelivery would wait it out.
+		s.release(ctx, id.Key, 0, until)
+	}
+	return Record{}, false, err
 }
 
 // takeOver takes the lease of stored, a pending claim whose lease ended;
@@ -258,16 +264,20 @@ func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Recor
 	if errors.As(err, &ccf) {
 		return Lease{}, false, nil
 	}
-	return Lease{}, false, s.leaseCallError(stored.Key, "the lease's takeover", err, &sent)
+	err = s.leaseCallError(stored.Key, "the lease's takeover", err, &sent)
+	if errors.Is(err, ErrRetryable) { // as in readForLease
+		s.release(ctx, stored.Key, stored.Token+1, until)
+	}
+	return Lease{}, false, err
 }
 
-// release ends the lease token holds on key, so the message's next
-// delivery runs at once. It is best effort: a release that fails leaves
-// the lease to end by itself.
-func (s *Store) release(ctx context.Context, key string, token int64) {
+// release ends the lease on key of token (0: unknown) that ends at until,
+// so the message's next delivery runs at once. It is best effort: a
+// release that fails leaves the lease to end by itself.
+func (s *Store) release(ctx context.Context, key string, token int64, until time.Time) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	_, _ = s.client.(UpdateItemAPI).UpdateItem(ctx, s.releaseInput(key, token))
+	_, _ = s.client.(UpdateItemAPI).UpdateItem(ctx, s.releaseInput(key, token, until))
 }
 
 // releaseTimeout bounds a release, which may run after the delivery's own

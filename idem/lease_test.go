@@ -379,3 +379,34 @@ func conditionExists(name string) expression.ConditionBuilder {
 func textLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// losing sends each UpdateItem and, the first lost times, loses its answer.
+type losing struct {
+	*dynamodb.Client
+	lost int
+}
+
+func (c *losing) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.Client.UpdateItem(ctx, in, optFns...)
+	if err == nil && c.lost > 0 && strings.Contains(*in.UpdateExpression, "ADD") {
+		c.lost--
+		return nil, io.ErrUnexpectedEOF
+	}
+	return out, err
+}
+
+// TestLeaseAnswerLost: a lease taken with its answer lost is released, so
+// the redelivery runs at once rather than wait it out.
+func TestLeaseAnswerLost(t *testing.T) {
+	e := newEnv(t)
+	r := newRemote(0)
+	store, _ := idem.New(&losing{Client: e.client, lost: 1}, e.processed)
+	_, err := store.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil))
+	if !errors.Is(err, idem.ErrRetryable) || r.calls != 0 {
+		t.Fatalf("the lost answer: want a retryable error and no call, got %v and %d calls", err, r.calls)
+	}
+	res, err := store.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil))
+	if err != nil || res.Outcome != idem.Processed || e.balance(t, "acc-9") != 500 {
+		t.Fatalf("the redelivery: want Processed at once, got %v, %v", res.Outcome, err)
+	}
+}

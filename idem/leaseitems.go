@@ -72,20 +72,31 @@ func (s *Store) takeOverInput(stored Record, until time.Time) *dynamodb.UpdateIt
 	}
 }
 
-// releaseInput ends the lease token holds on key, if it still does.
-func (s *Store) releaseInput(key string, token int64) *dynamodb.UpdateItemInput {
+// releaseInput ends the lease that ends at until on key, if the claim
+// still holds it: still pending, with that end, and token when it is known
+// (0: the answer that would have told it was lost). A lease's end, to the
+// millisecond, is its own: a takeover sets another.
+func (s *Store) releaseInput(key string, token int64, until time.Time) *dynamodb.UpdateItemInput {
 	a := s.opts.Attributes
+	cond := "#o = :pending AND #l = :until"
+	values := map[string]types.AttributeValue{
+		":zero":    &types.AttributeValueMemberN{Value: "0"},
+		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+		":until":   millis(until),
+	}
+	names := map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil}
+	if token != 0 {
+		cond += " AND #t = :token"
+		names["#t"] = a.Token
+		values[":token"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(token, 10)}
+	}
 	return &dynamodb.UpdateItemInput{
-		TableName:                &s.table,
-		Key:                      s.keyItem(key),
-		UpdateExpression:         aws.String("SET #l = :zero"),
-		ConditionExpression:      aws.String("#o = :pending AND #t = :token"),
-		ExpressionAttributeNames: map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":zero":    &types.AttributeValueMemberN{Value: "0"},
-			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
-			":token":   &types.AttributeValueMemberN{Value: strconv.FormatInt(token, 10)},
-		},
+		TableName:                 &s.table,
+		Key:                       s.keyItem(key),
+		UpdateExpression:          aws.String("SET #l = :zero"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	}
 }
 
