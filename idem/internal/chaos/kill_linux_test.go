@@ -217,7 +217,9 @@ type function struct {
 	out *syncBuffer
 }
 
-func (b binaries) function(t *testing.T, fn, dynamodb string, tb *tables) *function {
+// function starts fn on dynamodb and tb's tables; env adds to, or
+// overrides, its environment.
+func (b binaries) function(t *testing.T, fn, dynamodb string, tb *tables, env ...string) *function {
 	t.Helper()
 	bootstrap := b.queue
 	if fn == "webhook" {
@@ -226,7 +228,7 @@ func (b binaries) function(t *testing.T, fn, dynamodb string, tb *tables) *funct
 	out := &syncBuffer{}
 	f := localstack.NewFunction(localstack.FunctionConfig{
 		Name: fn, RIE: b.rie, Bootstrap: bootstrap, Timeout: functionTimeout * time.Second, MaxInstances: 1, Output: out,
-		Env: []string{
+		Env: append([]string{
 			"PATH=" + os.Getenv("PATH"),
 			"AWS_LAMBDA_FUNCTION_NAME=" + fn,
 			fmt.Sprint("AWS_LAMBDA_FUNCTION_TIMEOUT=", functionTimeout),
@@ -236,7 +238,7 @@ func (b binaries) function(t *testing.T, fn, dynamodb string, tb *tables) *funct
 			"AWS_ENDPOINT_URL_DYNAMODB=" + dynamodb,
 			"PROCESSED_TABLE=" + tb.processed, "ACCOUNTS_TABLE=" + tb.accounts,
 			"STRIPE_WEBHOOK_SECRET=whsec_chaos", // the webhook function requires one
-		},
+		}, env...),
 	})
 	t.Cleanup(func() {
 		f.Stop()
