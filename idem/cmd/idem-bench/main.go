@@ -1,7 +1,8 @@
 // Command idem-bench runs this kit side by side with check-then-act, the
 // two-phase lock and a bare UpdateItem on one local DynamoDB endpoint, and
-// Powertools for AWS Lambda (TypeScript) itself on the same endpoint, then
-// the kit's CPU benchmarks and its functions' cold starts, and prints the
+// Powertools for AWS Lambda (TypeScript) itself on the same endpoint, the
+// kit's lease mode beside its one-transaction mode, then the kit's CPU
+// benchmarks and its functions' cold starts (-only picks some), and prints the
 // tables (and writes them as Markdown with -out). Run it from the module's
 // root: it builds the functions with the Makefile, as sam build does.
 package main
@@ -12,6 +13,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemkit/kit/idem"
@@ -32,7 +35,7 @@ func bench() error {
 		latN      = flag.Int("latency", 300, "messages timed for latency, each delivered twice")
 		tpN       = flag.Int("throughput", 1000, "messages for the throughput run, each delivered 3 times")
 		accounts  = flag.Int("accounts", 100, "accounts the throughput run's messages credit")
-		faultN    = flag.Int("faults", 100, "messages for the crash-window and race columns")
+		faultN    = flag.Int("faults", 100, "messages for the crash-window and race columns, and the lease section's concurrent duplicates")
 		batchN    = flag.Int("batches", 30, "batches of 10 timed per scenario of the batch table")
 		cpu       = flag.Bool("cpu", true, "run the Go benchmarks (kit CPU cost, local server by table size)")
 		benchtime = flag.String("benchtime", "1s", "go test -benchtime for the kit's CPU benchmarks")
@@ -41,10 +44,22 @@ func bench() error {
 		ptools    = flag.Bool("powertools", true, "also run Powertools for AWS Lambda (TypeScript) idempotency with node, installed by npm ci into "+powertoolsDir)
 		out       = flag.String("out", "", "also write the tables as Markdown to this file")
 		benchOut  = flag.String("benchout", "", "write the Go benchmarks' raw output (benchstat's input) to this file")
+		extDelay  = flag.Duration("external", 20*time.Millisecond, "latency of the external service the lease section's handler calls")
+		envs      = flag.Int("environments", 8, "environments delivering each message at once in the lease section")
+		only      = flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); empty runs them all")
 	)
 	flag.StringVar(&goCmd, "go", "go", "the go command, for the Go benchmarks and the emulator's build")
 	flag.StringVar(&makeCmd, "make", "make", "the make command, for the functions' builds")
 	flag.Parse()
+	runs, err := parseOnly(*only)
+	if err != nil {
+		return err
+	}
+	*ptools = *ptools && runs("powertools")
+	*cpu = *cpu && runs("cpu")
+	if !runs("coldstarts") {
+		*coldN = 0
+	}
 	if _, err := os.Stat("template.yaml"); err != nil && (*cpu || *coldN > 0) {
 		return fmt.Errorf("run idem-bench from the module's root, where template.yaml and the Makefile are, or with -cpu=false -coldstarts 0: %w", err)
 	}
@@ -59,9 +74,15 @@ func bench() error {
 		endpoint = srv.Endpoint
 	}
 	rep := report{started: time.Now(), endpoint: endpoint, latN: *latN, tpN: *tpN, accounts: *accounts, faultN: *faultN, batchN: *batchN, coldN: *coldN}
-	var err error
-	if rep.rows, err = run(ctx, endpoint, rep); err != nil {
-		return err
+	if runs("strategies") {
+		if rep.rows, err = run(ctx, endpoint, rep); err != nil {
+			return err
+		}
+	}
+	if runs("lease") {
+		if rep.lease, err = runLease(ctx, endpoint, *extDelay, *envs, *latN, *faultN); err != nil {
+			return err
+		}
 	}
 	if *ptools {
 		if rep.powertools, err = runPowertools(ctx, endpoint, powertoolsDir, *latN, *faultN); err != nil {
@@ -219,4 +240,24 @@ func batchDeliverer(st strategy) func(context.Context, []message) []message {
 		return b.deliverBatch
 	}
 	return concurrentBatch(st)
+}
+
+// sections are the parts of a run that -only names.
+var sections = []string{"strategies", "powertools", "cpu", "coldstarts", "lease"}
+
+// parseOnly reads -only: a comma-separated list of sections, or "" for
+// all of them.
+func parseOnly(only string) (func(section string) bool, error) {
+	if only == "" {
+		return func(string) bool { return true }, nil
+	}
+	want := map[string]bool{}
+	for name := range strings.SplitSeq(only, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(sections, name) {
+			return nil, fmt.Errorf("-only: unknown section %q; the sections are %s", name, strings.Join(sections, ", "))
+		}
+		want[name] = true
+	}
+	return func(section string) bool { return want[section] }, nil
 }
