@@ -3,7 +3,8 @@
 //
 //	idem-local [flags]            run the stack until Ctrl-C or SIGTERM
 //	idem-local -demo [flags]      run it, replay events/ with every message
-//	                              delivered several times, print the balances, exit
+//	                              delivered several times, some at once, print
+//	                              the balances and the receipts, exit
 //	idem-local send [-n N] BODY   send BODY to the running stack's queue N times
 package main
 
@@ -59,10 +60,12 @@ func main() {
 		template   = flag.String("template", "template.yaml", "the SAM template")
 		stackName  = flag.String("stack-name", "idem-local", "prefix of the local table and queue names")
 		apiAddr    = flag.String("api-addr", "127.0.0.1:3000", "where the HttpApi routes are served (port 0: any free port)")
+		rcptAddr   = flag.String("receipts-addr", "127.0.0.1:3002", "where the receipts service the functions call (RECEIPTS_URL) listens, a loopback address (port 0: any free port)")
+		noReceipts = flag.Bool("no-receipts", false, "run no receipts service: the functions keep the template's RECEIPTS_URL (empty: they call out to none)")
 		instances  = flag.Int("instances", 2, "execution environments (emulator processes) per function, at most")
 		ttlSweep   = flag.Duration("ttl-sweep", 10*time.Second, "how often the local DynamoDB deletes expired claims (0: never)")
 		retryDelay = flag.Duration("retry-delay", time.Second, "how long a failed SQS record stays invisible before its next receive (negative: the queue's VisibilityTimeout, as in Lambda)")
-		demo       = flag.Bool("demo", false, "replay the events directory, each message delivered -deliveries times, print the balances and exit")
+		demo       = flag.Bool("demo", false, "replay the events directory, each message delivered -deliveries times (some at once), print the balances and the receipts, and exit")
 		eventsDir  = flag.String("events", "events", "the events the demo replays")
 		deliveries = flag.Int("deliveries", 3, "how many times the demo delivers each message")
 		buildDir   = flag.String("build-dir", "bin/local", "where the functions and the emulator are built, and the running stack's stack.json is written")
@@ -95,6 +98,8 @@ func main() {
 		o.Template = *template
 		o.StackName = *stackName
 		o.APIAddr = *apiAddr
+		o.ReceiptsAddr = *rcptAddr
+		o.NoReceipts = *noReceipts
 		o.Instances = *instances
 		o.TTLSweepInterval = *ttlSweep
 		o.RetryDelay = *retryDelay
@@ -161,6 +166,9 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 		spec := s.Specs[id]
 		fmt.Fprintf(w, "  function   %-28s up to %d environments, timeout %v\n", id, s.Options.Instances, spec.Timeout)
 	}
+	if s.Receipts != nil {
+		fmt.Fprintf(w, "  receipts   %-28s %s (admin %s: fail, hang, drop, latency, calls, stats, reset)\n", "RECEIPTS_URL", s.Receipts.URL(), s.Receipts.AdminURL())
+	}
 	for _, r := range s.Routes {
 		fmt.Fprintf(w, "  route      %-28s %s%s → %s\n", r.Key(), s.APIURL, r.Path, r.Function)
 	}
@@ -217,6 +225,7 @@ type state struct {
 	DynamoDBEndpoint string            `json:"dynamodbEndpoint"`
 	SQSEndpoint      string            `json:"sqsEndpoint"`
 	APIURL           string            `json:"apiUrl"`
+	ReceiptsURL      string            `json:"receiptsUrl,omitempty"`
 	Queues           map[string]string `json:"queues"` // logical id → URL
 	Polled           []string          `json:"polled"` // URLs of the queues a function consumes
 	PIDs             []int             `json:"pids"`   // the processes the stack started
@@ -224,6 +233,9 @@ type state struct {
 
 func writeState(path string, s *localstack.Stack) error {
 	st := state{Region: s.Options.Region, DynamoDBEndpoint: s.DynamoDBEndpoint, SQSEndpoint: s.SQSEndpoint, APIURL: s.APIURL, Queues: map[string]string{}}
+	if s.Receipts != nil {
+		st.ReceiptsURL = s.Receipts.URL()
+	}
 	for id, q := range s.Queues {
 		st.Queues[id] = q.URL
 	}

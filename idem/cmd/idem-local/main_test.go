@@ -49,7 +49,7 @@ func TestSignalStopsEverything(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			buildDir := filepath.Join(dir, "build") // the emulator is built once
 			// This test binary runs as the command (see TestMain).
-			cmd := exec.Command(os.Args[0], "-template", "../../../template.yaml", "-api-addr", "127.0.0.1:0", "-build-dir", buildDir,
+			cmd := exec.Command(os.Args[0], "-template", "../../../template.yaml", "-api-addr", "127.0.0.1:0", "-receipts-addr", "127.0.0.1:0", "-build-dir", buildDir,
 				"-bootstrap", "QueueFunction="+echo, "-bootstrap", "WebhookFunction="+echo, "-ttl-sweep", "0", "-quiet")
 			// The command's own servers, not the ones a test run may name.
 			cmd.Env = append(os.Environ(), "IDEM_LOCAL_TEST_RUN_MAIN=1", "AWS_ENDPOINT_URL_DYNAMODB=", "AWS_ENDPOINT_URL_SQS=")
@@ -93,7 +93,7 @@ func TestSignalStopsEverything(t *testing.T) {
 			}
 			var st state
 			b, err := os.ReadFile(filepath.Join(buildDir, "stack.json"))
-			if err != nil || json.Unmarshal(b, &st) != nil || st.APIURL == "" {
+			if err != nil || json.Unmarshal(b, &st) != nil || st.APIURL == "" || st.ReceiptsURL == "" {
 				t.Fatalf("stack.json: %s, %v", b, err)
 			}
 			// One invoke starts an emulator and its runtime.
@@ -132,10 +132,12 @@ func TestSignalStopsEverything(t *testing.T) {
 					t.Errorf("process %d still runs", pid)
 				}
 			}
-			addr := strings.TrimPrefix(st.APIURL, "http://")
-			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-				c.Close()
-				t.Errorf("%s still listens", addr)
+			for _, u := range []string{st.APIURL, st.ReceiptsURL} {
+				addr := strings.TrimPrefix(strings.TrimSuffix(u, "/receipts"), "http://")
+				if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+					c.Close()
+					t.Errorf("%s still listens", addr)
+				}
 			}
 			if _, err := os.Stat(filepath.Join(buildDir, "stack.json")); !os.IsNotExist(err) {
 				t.Errorf("expect stack.json removed, got %v", err)

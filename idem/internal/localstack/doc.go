@@ -21,6 +21,11 @@
 //     and runs it under the AWS Lambda Runtime Interface Emulator with the
 //     template's environment, its !Ref and !GetAtt resolved to the local
 //     resources, pointed at the local endpoints;
+//   - serves idem/internal/receipts' receipts service, a stand-in for a
+//     payment API, on 127.0.0.1 and gives its URL as RECEIPTS_URL to each
+//     function that declares the variable without a value
+//     (Options.ReceiptsAddr, Options.NoReceipts; Stack.Receipts holds its
+//     calls);
 //   - serves the HttpApi routes, turning each request into an API Gateway
 //     payload 2.0 event;
 //   - polls the queue of each SQS event and invokes the function with

@@ -79,6 +79,12 @@ func TestStackEndToEnd(t *testing.T) {
 				code, b := deliver()
 				mu.Lock()
 				defer mu.Unlock()
+				// With the receipts service the function holds a lease
+				// while it calls out, and a delivery racing it is told
+				// to retry: 409 with Retry-After.
+				if code == http.StatusConflict && stack.Receipts != nil {
+					return
+				}
 				if code != http.StatusOK {
 					t.Errorf("expect 200, got %d %s", code, b)
 				}
@@ -86,6 +92,9 @@ func TestStackEndToEnd(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		if len(bodies) == 0 {
+			t.Errorf("expect one of the racing deliveries to be applied, got three 409s")
+		}
 		for range 3 { // and three after
 			code, b := deliver()
 			if code != http.StatusOK {
@@ -176,12 +185,48 @@ func TestStackEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("stop ends every process and frees the port", func(t *testing.T) {
+	t.Run("the functions get the receipts service", func(t *testing.T) {
+		if stack.Receipts == nil {
+			t.Fatalf("expect a receipts service: template.yaml declares %s", receiptsEnv)
+		}
+		for _, id := range sortedKeys(stack.Specs) {
+			if got := envMap(stack.environ(stack.Specs[id], ""))[receiptsEnv]; got != stack.Receipts.URL() {
+				t.Errorf("%s: expect %s=%s, got %q", id, receiptsEnv, stack.Receipts.URL(), got)
+			}
+		}
+		// Three credits (webhook, Stripe, queue), each delivered several
+		// times, some racing: one receipt each, and, the function holding
+		// its claim's lease over the call, never two calls with one key at
+		// once. The malformed message is no credit: no call.
+		if st := stack.Receipts.Stats(); st.Issued != 3 || st.MaxInFlight != 1 || st.Conflicts != 0 {
+			t.Errorf("expect 3 receipts issued, one call at a time per key, got %+v", st)
+		}
+		issued := map[string]bool{}
+		for _, c := range stack.Receipts.Calls() {
+			issued[c.Receipt] = c.Receipt != ""
+		}
+		seen := map[string]string{}
+		for _, acc := range []string{"acc-web", "acc-stripe", "acc-sqs"} {
+			r := lastReceipt(t, stack, accounts, acc)
+			if !issued[r] {
+				t.Errorf("%s: expect lastReceipt one of the receipts issued, got %q", acc, r)
+			}
+			if other, ok := seen[r]; ok && r != "" {
+				t.Errorf("%s and %s have one receipt %q", other, acc, r)
+			}
+			seen[r] = acc
+		}
+	})
+
+	t.Run("stop ends every process and frees the ports", func(t *testing.T) {
 		pids := stack.PIDs()
 		if len(pids) < 4 { // two servers, at least one emulator per function
 			t.Errorf("expect at least 4 processes, got %v", pids)
 		}
-		addr := strings.TrimPrefix(stack.APIURL, "http://")
+		addrs := []string{strings.TrimPrefix(stack.APIURL, "http://")}
+		if stack.Receipts != nil {
+			addrs = append(addrs, strings.TrimPrefix(strings.TrimSuffix(stack.Receipts.URL(), "/receipts"), "http://"))
+		}
 		stack.Stop()
 		stopped = true
 		for _, pid := range pids {
@@ -189,9 +234,11 @@ func TestStackEndToEnd(t *testing.T) {
 				t.Errorf("process %d still runs after Stop", pid)
 			}
 		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			t.Errorf("the HTTP API still listens on %s after Stop", addr)
+		for _, addr := range addrs {
+			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				c.Close()
+				t.Errorf("%s still listens after Stop", addr)
+			}
 		}
 	})
 }
@@ -213,6 +260,24 @@ func post(t *testing.T, url, body string, headers map[string]string) (int, strin
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// lastReceipt is the receipt the account's last credit stored, or "".
+func lastReceipt(t *testing.T, s *Stack, table, account string) string {
+	t.Helper()
+	out, err := s.DynamoDB().GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName:      aws.String(table),
+		Key:            map[string]ddbtypes.AttributeValue{"account": &ddbtypes.AttributeValueMemberS{Value: account}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := out.Item["lastReceipt"].(*ddbtypes.AttributeValueMemberS)
+	if r == nil {
+		return ""
+	}
+	return r.Value
 }
 
 func balance(t *testing.T, s *Stack, table, account string) int64 {

@@ -33,7 +33,8 @@ func newSQS(endpoint, region string) *sqs.Client {
 
 // environ is a function's whole environment: what Lambda sets, the
 // template's variables, the local endpoints (over the template's) and
-// credentials, the local secrets, and Options.Env.
+// credentials, the receipts service's URL, the local secrets, and
+// Options.Env.
 func (s *Stack) environ(spec *FunctionSpec, bootstrap string) []string {
 	o := s.Options
 	env := map[string]string{
@@ -73,6 +74,9 @@ func (s *Stack) environ(spec *FunctionSpec, bootstrap string) []string {
 	env["AWS_ENDPOINT_URL_DYNAMODB"] = s.DynamoDBEndpoint
 	if s.SQSEndpoint != "" {
 		env["AWS_ENDPOINT_URL_SQS"] = s.SQSEndpoint
+	}
+	if s.Receipts != nil && s.wantsReceipts(spec) {
+		env[receiptsEnv] = s.Receipts.URL()
 	}
 	for name, v := range o.Secrets {
 		_, a := spec.Env[name]

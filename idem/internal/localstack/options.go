@@ -47,6 +47,17 @@ type Options struct {
 	// "127.0.0.1:3000"; a port of 0 picks a free one.
 	APIAddr string
 
+	// ReceiptsAddr is where the stack serves its receipts service
+	// (idem/internal/receipts), the stand-in for a payment API whose URL
+	// every function declaring RECEIPTS_URL gets, unless the template's
+	// value (a parameter) or Env sets one. A loopback address only.
+	// Defaults to "127.0.0.1:0": a free port.
+	ReceiptsAddr string
+
+	// NoReceipts runs no receipts service: the functions keep the
+	// template's RECEIPTS_URL (empty: no call out). Defaults to false.
+	NoReceipts bool
+
 	// Instances is the most execution environments (emulator processes)
 	// each function runs at once. Defaults to 2.
 	Instances int
@@ -125,6 +136,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.APIAddr == "" {
 		o.APIAddr = "127.0.0.1:3000"
+	}
+	if o.ReceiptsAddr == "" {
+		o.ReceiptsAddr = "127.0.0.1:0"
 	}
 	if o.Instances < 1 {
 		o.Instances = 2

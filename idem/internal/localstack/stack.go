@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/internal/receipts"
 	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
 )
 
@@ -43,6 +44,10 @@ type Stack struct {
 	Routes []Route
 	// Pollers emulate the SQS event source mappings.
 	Pollers []*Poller
+	// Receipts is the receipts service the functions call, or nil when
+	// the stack runs none (Options.NoReceipts, or no function wants one):
+	// read its calls to see how the functions called out.
+	Receipts *receipts.Server
 
 	resources *Resources
 	dynamo    *localdynamo.Server
@@ -206,6 +211,13 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 		for _, ig := range spec.Ignored {
 			s.logf("%s: event %s is not emulated locally", id, ig)
 		}
+	}
+	// Before the environments: they hold its URL.
+	if err := s.startReceipts(); err != nil {
+		return s, err
+	}
+	for _, id := range functions {
+		spec := s.Specs[id]
 		s.Functions[id] = NewFunction(FunctionConfig{
 			Name:         id,
 			RIE:          rie,
@@ -312,8 +324,9 @@ func (s *Stack) PIDs() []int {
 }
 
 // Stop stops, in order, the pollers (after their batches in flight), the
-// HTTP API (after its requests in flight), the functions' emulators and the
-// local servers, each by process id. It is safe to call more than once.
+// HTTP API (after its requests in flight), the functions' emulators, the
+// receipts service (in this process) and the local servers, the processes
+// each by its id. It is safe to call more than once.
 func (s *Stack) Stop() {
 	s.stopOnce.Do(func() {
 		if s.pollStop != nil {
@@ -330,6 +343,9 @@ func (s *Stack) Stop() {
 			wg.Go(f.Stop)
 		}
 		wg.Wait()
+		if s.Receipts != nil {
+			_ = s.Receipts.Close()
+		}
 		if s.dynamo != nil {
 			_ = s.dynamo.Stop()
 		}
