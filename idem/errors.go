@@ -199,8 +199,11 @@ type FencedError struct {
 }
 
 func (e *FencedError) Error() string {
-	return fmt.Sprintf("idem: %q: the lease of token %d was taken over (the claim holds token %d, %s) before the commit, which applied nothing",
-		e.Key, e.Token, e.Stored.Token, e.Stored.Outcome)
+	now := "the claim is gone"
+	if e.Stored.Outcome != "" {
+		now = fmt.Sprintf("the claim is %s under token %d", e.Stored.Outcome, e.Stored.Token)
+	}
+	return fmt.Sprintf("idem: %q: the lease of token %d was taken over before this delivery's commit, which applied nothing (%s)", e.Key, e.Token, now)
 }
 
 func (e *FencedError) Is(target error) bool { return target == ErrFenced || target == ErrRetryable }

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -68,6 +69,8 @@ type Lease struct {
 	// ClaimedAt is when the message was first claimed, by this lease or an
 	// earlier one.
 	ClaimedAt time.Time
+
+	id string // names the lease in the claim, for its release and its commit
 }
 
 // StepKey is the key to forward for one of several calls the handler
@@ -99,6 +102,8 @@ func (s *Store) CheckLease(o LeaseOptions) error {
 		return fmt.Errorf("idem: lease: LeaseOptions.Duration is %v; a lease shorter than a second leaves no time to call out", o.Duration)
 	case o.KeyLifetime <= o.Duration:
 		return fmt.Errorf("idem: lease: LeaseOptions.KeyLifetime (%v) must exceed Duration (%v): a lease and its retries must stay inside the lifetime of the key it forwards", o.KeyLifetime, o.Duration)
+	case s.opts.Retention() <= o.KeyLifetime+o.Duration:
+		return fmt.Errorf("idem: lease: Options.RetentionDays (%d) must exceed LeaseOptions.KeyLifetime + Duration (%v): a pending claim must outlive every lease that could call with its key", s.opts.RetentionDays, o.KeyLifetime+o.Duration)
 	}
 	return nil
 }
@@ -164,24 +169,25 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 		}
 		return res, nil
 	}
-	hctx, cancel := context.WithDeadline(context.WithValue(withDelivery(ctx, msg, key), leaseKey{}, lease), lease.Until)
+	// By the Store's clock, as the lease's end is.
+	hctx, cancel := context.WithTimeout(context.WithValue(withDelivery(ctx, msg, key), leaseKey{}, lease), lease.Until.Sub(s.opts.Now()))
 	eff, err := runHandler(hctx, msg, key, h)
 	cancel()
 	if err == nil {
 		err = s.validateEffect(key, &eff)
 	}
 	if err != nil {
-		s.release(ctx, key, lease.Token, lease.Until)
+		s.release(ctx, key, lease.id)
 		return Result{}, err
 	}
 	rec := id
 	rec.ClaimedAt, rec.ExpiresAt = lease.ClaimedAt, s.opts.Now().Add(s.opts.Retention())
-	rec.Outcome, rec.Response, rec.Token = Processed, eff.Response, lease.Token
+	rec.Outcome, rec.Response, rec.Token, rec.lease = Processed, eff.Response, lease.Token, lease.id
 	res, err = s.finish(ctx, msg, rec, eff, s.fencedClaim)
 	if err != nil && !errors.Is(err, ErrFenced) {
 		// Safe even if the commit went through with its answer lost: the
-		// release applies only to a claim still pending under this token.
-		s.release(ctx, key, lease.Token, lease.Until)
+		// release applies only to a claim still pending under this lease.
+		s.release(ctx, key, lease.id)
 	}
 	return res, err
 }
@@ -191,33 +197,34 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 // processed before, and res is its Duplicate.
 func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, Result, error) {
 	client := s.client.(UpdateItemAPI) // CheckLease saw to it
+	leaseID := rand.Text()             // this delivery's own: what its release and commit name
 	for attempt := 1; ; attempt++ {
 		now := s.opts.Now()
 		until := now.Add(o.Duration)
 		if deadline, ok := ctx.Deadline(); ok && deadline.Add(-max(o.Reserve, 0)).Before(until) {
 			until = deadline.Add(-max(o.Reserve, 0))
 		}
-		if !until.After(now) {
-			return Lease{}, Result{}, &RetryableError{Key: id.Key, Err: fmt.Errorf("no time left for a lease: %w", context.DeadlineExceeded)}
+		if until.Sub(now) < minLease {
+			return Lease{}, Result{}, &RetryableError{Key: id.Key, Err: fmt.Errorf("less than %v left for a lease before the deadline: %w", minLease, context.DeadlineExceeded)}
 		}
-		stored, found, err := s.readForLease(ctx, client, id, now, until)
+		stored, ours, err := s.readForLease(ctx, client, id, now, until, leaseID)
 		switch {
 		case err != nil:
 			return Lease{}, Result{}, err
-		case !found: // claimed, by this call: stored is the new claim
-			return Lease{Key: id.Key, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt}, Result{}, nil
+		case ours:
+			return Lease{Key: id.Key, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, Result{}, nil
 		case !sameMessage(stored, id):
 			return Lease{}, Result{}, &KeyReuseError{Key: id.Key, Fingerprint: id.Fingerprint, Stored: stored}
 		case stored.Outcome != Pending:
 			res := duplicate(stored, id)
 			s.remember(res, nil)
 			return Lease{}, res, nil
-		case stored.LeaseUntil.After(now):
-			return Lease{}, Result{}, &LeaseHeldError{Key: id.Key, Until: stored.LeaseUntil}
-		case now.Sub(stored.ClaimedAt) > o.KeyLifetime:
+		case stored.LeaseUntil.Add(takeoverSkew).After(now):
+			return Lease{}, Result{}, &LeaseHeldError{Key: id.Key, Until: stored.LeaseUntil.Add(takeoverSkew)}
+		case until.Sub(stored.ClaimedAt) > o.KeyLifetime: // the call could come after the key is forgotten
 			return Lease{}, Result{}, &StaleLeaseError{Key: id.Key, ClaimedAt: stored.ClaimedAt, KeyLifetime: o.KeyLifetime}
 		}
-		lease, taken, err := s.takeOver(ctx, client, stored, until)
+		lease, taken, err := s.takeOver(ctx, client, stored, until, leaseID)
 		if err != nil || taken {
 			return lease, Result{}, err
 		}
@@ -227,61 +234,83 @@ func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, 
 	}
 }
 
-// readForLease claims id's key as pending, or, when a record holds it,
-// returns that record with found set.
-func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Record, now, until time.Time) (Record, bool, error) {
-	in := s.newClaim(id, now, until)
+// minLease is the shortest lease taken: with less time left before the
+// deadline, the handler could not call out, and the delivery is retried.
+const minLease = time.Second
+
+// takeoverSkew is how long after a lease's end another delivery may take
+// it over: the end is by the holder's clock, the takeover by the taker's,
+// and environments' clocks agree to well within it.
+const takeoverSkew = time.Second
+
+// readForLease claims id's key as pending under leaseID (ours), or, when
+// a record holds it, returns that record.
+func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Record, now, until time.Time, leaseID string) (Record, bool, error) {
 	sent := sendLog{attempts: 1}
-	out, err := client.UpdateItem(ctx, in, sent.option)
+	out, err := client.UpdateItem(ctx, s.newClaim(id, now, until, leaseID), sent.option)
 	if err == nil {
 		rec := id
-		rec.ClaimedAt, rec.Outcome, rec.LeaseUntil = now, Pending, until
+		rec.ClaimedAt, rec.Outcome, rec.LeaseUntil, rec.lease = now, Pending, until, leaseID
 		rec.Token = number(out.Attributes[s.opts.Attributes.Token])
-		return rec, false, nil
+		return rec, true, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return s.decodeRecord(ccf.Item), true, nil
+		// Our own claim, when an SDK resend follows a first send that
+		// applied with its answer lost.
+		stored := s.decodeRecord(ccf.Item)
+		return stored, stored.Outcome == Pending && stored.lease == leaseID, nil
 	}
 	err = s.leaseCallError(id.Key, "the lease", err, &sent)
 	if errors.Is(err, ErrRetryable) {
 		// The lease may have been taken with its answer lost: release it,
 		// or the redelivery would wait it out.
-		s.release(ctx, id.Key, 0, until)
+		s.release(ctx, id.Key, leaseID)
 	}
 	return Record{}, false, err
 }
 
-// takeOver takes the lease of stored, a pending claim whose lease ended;
-// taken is false when another delivery changed the claim first.
-func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Record, until time.Time) (Lease, bool, error) {
+// takeOver takes the lease of stored, a pending claim whose lease ended,
+// under leaseID; taken is false when another delivery changed the claim
+// first.
+func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Record, until time.Time, leaseID string) (Lease, bool, error) {
 	sent := sendLog{attempts: 1}
-	out, err := client.UpdateItem(ctx, s.takeOverInput(stored, until), sent.option)
+	out, err := client.UpdateItem(ctx, s.takeOverInput(stored, until, leaseID), sent.option)
 	if err == nil {
-		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt}, true, nil
+		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, true, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		if now := s.decodeRecord(ccf.Item); now.Outcome == Pending && now.lease == leaseID { // a resend, as in readForLease
+			return Lease{Key: stored.Key, Token: now.Token, Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, true, nil
+		}
 		return Lease{}, false, nil
 	}
 	err = s.leaseCallError(stored.Key, "the lease's takeover", err, &sent)
 	if errors.Is(err, ErrRetryable) { // as in readForLease
-		s.release(ctx, stored.Key, stored.Token+1, until)
+		s.release(ctx, stored.Key, leaseID)
 	}
 	return Lease{}, false, err
 }
 
-// release ends the lease on key of token (0: unknown) that ends at until,
-// so the message's next delivery runs at once. It is best effort: a
-// release that fails leaves the lease to end by itself.
-func (s *Store) release(ctx context.Context, key string, token int64, until time.Time) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+// release ends the lease leaseID holds on key, if it still does, so the
+// message's next delivery runs at once. It is best effort, and ends by
+// ctx's deadline: a release that fails leaves the lease to end by itself.
+func (s *Store) release(ctx context.Context, key, leaseID string) {
+	timeout := releaseTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(deadline))
+	}
+	if timeout <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	_, _ = s.client.(UpdateItemAPI).UpdateItem(ctx, s.releaseInput(key, token, until))
+	_, _ = s.client.(UpdateItemAPI).UpdateItem(ctx, s.releaseInput(key, leaseID))
 }
 
-// releaseTimeout bounds a release, which may run after the delivery's own
-// deadline has passed.
+// releaseTimeout bounds a release, which may run after the handler's
+// context has ended.
 const releaseTimeout = 2 * time.Second
 
 // leaseCallError classifies a failed UpdateItem as commit's classify does

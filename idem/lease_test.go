@@ -236,7 +236,7 @@ func TestLeaseCrashAfterTheCall(t *testing.T) {
 	if !errors.As(err, &held) || time.Until(held.Until) < 5*time.Second {
 		t.Fatalf("within the lease: want a *LeaseHeldError until about 10 s on, got %v", err)
 	}
-	clk.skip(11 * time.Second)
+	clk.skip(12 * time.Second) // the lease, and the second a takeover waits for clock skew
 	res, err := store.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil), lease)
 	if err != nil || res.Outcome != idem.Processed || string(res.Record.Response) != "rcpt_1" {
 		t.Fatalf("after the lease: want Processed with rcpt_1, got %v %q, %v", res.Outcome, res.Record.Response, err)
@@ -269,7 +269,7 @@ func TestLeaseLateCommitIsFenced(t *testing.T) {
 		done <- err
 	}()
 	<-called
-	clk.skip(3 * time.Second)
+	clk.skip(4 * time.Second)
 	res, err := store.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil), lease)
 	if err != nil || res.Outcome != idem.Processed {
 		t.Fatalf("the takeover: want Processed, got %v, %v", res.Outcome, err)
@@ -338,6 +338,7 @@ func TestLeaseOptionsChecked(t *testing.T) {
 		{"too short", idem.LeaseOptions{Duration: time.Millisecond}, "shorter than a second"},
 		{"negative", idem.LeaseOptions{KeyLifetime: -time.Hour}, "must not be negative"},
 		{"lifetime within the lease", idem.LeaseOptions{Duration: time.Hour, KeyLifetime: time.Hour}, "must exceed Duration"},
+		{"lifetime beyond the retention", idem.LeaseOptions{KeyLifetime: 30 * 24 * time.Hour}, "RetentionDays (30) must exceed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := e.store.CheckLease(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -408,5 +409,59 @@ func TestLeaseAnswerLost(t *testing.T) {
 	res, err := store.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil))
 	if err != nil || res.Outcome != idem.Processed || e.balance(t, "acc-9") != 500 {
 		t.Fatalf("the redelivery: want Processed at once, got %v, %v", res.Outcome, err)
+	}
+}
+
+// resending sends each lease UpdateItem twice, as the SDK resends one
+// whose answer was lost, and returns the second answer.
+type resending struct{ *dynamodb.Client }
+
+func (c resending) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if strings.Contains(*in.UpdateExpression, "ADD") {
+		c.Client.UpdateItem(ctx, in, optFns...)
+	}
+	return c.Client.UpdateItem(ctx, in, optFns...)
+}
+
+// TestLeaseResentClaimIsOurs: a lease whose first send applied and whose
+// resend met it is this delivery's own, not another's, for the claim and
+// for a takeover.
+func TestLeaseResentClaimIsOurs(t *testing.T) {
+	e := newEnv(t)
+	r := newRemote(0)
+	clk := &clock{}
+	crashed, _ := idem.New(crashing{e.client}, e.processed, func(o *idem.Options) { o.Now = clk.now })
+	store, _ := idem.New(resending{e.client}, e.processed, func(o *idem.Options) { o.Now = clk.now })
+	other := msg
+	other.ID = "evt_002"
+	crashed.ProcessLeased(context.Background(), other, e.receiptHandler(r, nil))
+	clk.skip(2 * time.Minute)
+	for _, m := range []idem.Message{msg, other} { // a new claim; a takeover
+		res, err := store.ProcessLeased(context.Background(), m, e.receiptHandler(r, nil))
+		if err != nil || res.Outcome != idem.Processed {
+			t.Errorf("%s: want Processed, got %v, %v", m.ID, res.Outcome, err)
+		}
+	}
+	if e.balance(t, "acc-9") != 1000 {
+		t.Errorf("balance: want 1000, got %d", e.balance(t, "acc-9"))
+	}
+}
+
+// TestLeaseStaleStaysStale: a pending claim whose key lifetime would end
+// within the new lease, or that has expired meanwhile, gets no new lease.
+func TestLeaseStaleStaysStale(t *testing.T) {
+	for _, skip := range []time.Duration{24*time.Hour - 30*time.Second, 31 * 24 * time.Hour} {
+		t.Run(skip.String(), func(t *testing.T) {
+			e := newEnv(t)
+			r := newRemote(0)
+			clk := &clock{}
+			crashed, _ := idem.New(crashing{e.client}, e.processed, func(o *idem.Options) { o.Now = clk.now })
+			crashed.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil))
+			clk.skip(skip)
+			store, _ := idem.New(e.client, e.processed, func(o *idem.Options) { o.Now = clk.now })
+			if _, err := store.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil)); !errors.As(err, new(*idem.StaleLeaseError)) || r.calls != 1 {
+				t.Errorf("want a *StaleLeaseError and no new call, got %v and %d calls", err, r.calls)
+			}
+		})
 	}
 }

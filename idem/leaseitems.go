@@ -10,19 +10,21 @@ import (
 )
 
 // The UpdateItem calls of a lease. A pending claim is a claim record whose
-// outcome is Pending, with the lease's end (LeaseUntil, epoch ms) and its
-// fencing token (Token), which each new lease increments, so that tokens
-// only grow; the commit's Put replaces it with the processed record.
+// outcome is Pending, with the lease's end (LeaseUntil, epoch ms), its
+// fencing token (Token), which each new lease increments, and its id
+// (LeaseID), random per delivery, which its release and its commit name;
+// the commit's Put replaces it with the processed record.
 
-// newClaim claims id's key as pending until until, where no live record
-// holds it (the claim's own condition: absent, or expired); its answer
+// newClaim claims id's key as pending until until, under leaseID, where
+// no record holds it, or one that expired, unless pending: an expired
+// pending claim goes the takeover's way, KeyLifetime checked. Its answer
 // holds the new token.
-func (s *Store) newClaim(id Record, now, until time.Time) *dynamodb.UpdateItemInput {
+func (s *Store) newClaim(id Record, now, until time.Time, leaseID string) *dynamodb.UpdateItemInput {
 	a := s.opts.Attributes
-	set := "SET #c = :c, #e = :e, #s = :s, #f = :f, #o = :pending, #l = :until"
+	set := "SET #c = :c, #e = :e, #s = :s, #f = :f, #o = :pending, #l = :until, #i = :lease"
 	remove := " REMOVE #r"
 	names := map[string]string{"#k": a.Key, "#c": a.ClaimedAt, "#e": a.ExpiresAt, "#s": a.Source, "#f": a.Fingerprint,
-		"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token, "#r": a.Response, "#d": a.PayloadDigest}
+		"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token, "#r": a.Response, "#d": a.PayloadDigest, "#i": a.LeaseID}
 	values := map[string]types.AttributeValue{
 		":c":       &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
 		":e":       &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(s.opts.Retention()).Unix(), 10)},
@@ -30,6 +32,7 @@ func (s *Store) newClaim(id Record, now, until time.Time) *dynamodb.UpdateItemIn
 		":f":       &types.AttributeValueMemberS{Value: id.Fingerprint},
 		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
 		":until":   millis(until),
+		":lease":   &types.AttributeValueMemberS{Value: leaseID},
 		":one":     &types.AttributeValueMemberN{Value: "1"},
 		":now":     &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
 	}
@@ -43,7 +46,7 @@ func (s *Store) newClaim(id Record, now, until time.Time) *dynamodb.UpdateItemIn
 		TableName:                           &s.table,
 		Key:                                 s.keyItem(id.Key),
 		UpdateExpression:                    aws.String(set + " ADD #t :one" + remove),
-		ConditionExpression:                 aws.String("attribute_not_exists(#k) OR #e < :now"),
+		ConditionExpression:                 aws.String("attribute_not_exists(#k) OR (#e < :now AND #o <> :pending)"),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueUpdatedNew,
@@ -52,51 +55,43 @@ func (s *Store) newClaim(id Record, now, until time.Time) *dynamodb.UpdateItemIn
 }
 
 // takeOverInput takes the lease of stored, a pending claim whose lease has
-// ended, on the condition that nobody changed it since it was read.
-func (s *Store) takeOverInput(stored Record, until time.Time) *dynamodb.UpdateItemInput {
+// ended, under leaseID, on the condition that nobody changed it since it
+// was read.
+func (s *Store) takeOverInput(stored Record, until time.Time, leaseID string) *dynamodb.UpdateItemInput {
 	a := s.opts.Attributes
 	return &dynamodb.UpdateItemInput{
 		TableName:                &s.table,
 		Key:                      s.keyItem(stored.Key),
-		UpdateExpression:         aws.String("SET #l = :until ADD #t :one"),
+		UpdateExpression:         aws.String("SET #l = :until, #i = :lease ADD #t :one"),
 		ConditionExpression:      aws.String("#o = :pending AND #t = :token AND #l = :was"),
-		ExpressionAttributeNames: map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token},
+		ExpressionAttributeNames: map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token, "#i": a.LeaseID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":until":   millis(until),
+			":lease":   &types.AttributeValueMemberS{Value: leaseID},
 			":one":     &types.AttributeValueMemberN{Value: "1"},
 			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
 			":token":   &types.AttributeValueMemberN{Value: strconv.FormatInt(stored.Token, 10)},
 			":was":     millis(stored.LeaseUntil),
 		},
-		ReturnValues: types.ReturnValueUpdatedNew,
+		ReturnValues:                        types.ReturnValueUpdatedNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 }
 
-// releaseInput ends the lease that ends at until on key, if the claim
-// still holds it: still pending, with that end, and token when it is known
-// (0: the answer that would have told it was lost). A lease's end, to the
-// millisecond, is its own: a takeover sets another.
-func (s *Store) releaseInput(key string, token int64, until time.Time) *dynamodb.UpdateItemInput {
+// releaseInput ends the lease leaseID holds on key, if it still does.
+func (s *Store) releaseInput(key, leaseID string) *dynamodb.UpdateItemInput {
 	a := s.opts.Attributes
-	cond := "#o = :pending AND #l = :until"
-	values := map[string]types.AttributeValue{
-		":zero":    &types.AttributeValueMemberN{Value: "0"},
-		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
-		":until":   millis(until),
-	}
-	names := map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil}
-	if token != 0 {
-		cond += " AND #t = :token"
-		names["#t"] = a.Token
-		values[":token"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(token, 10)}
-	}
 	return &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       s.keyItem(key),
-		UpdateExpression:          aws.String("SET #l = :zero"),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
+		TableName:                &s.table,
+		Key:                      s.keyItem(key),
+		UpdateExpression:         aws.String("SET #l = :zero"),
+		ConditionExpression:      aws.String("#o = :pending AND #i = :lease"),
+		ExpressionAttributeNames: map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil, "#i": a.LeaseID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":zero":    &types.AttributeValueMemberN{Value: "0"},
+			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+			":lease":   &types.AttributeValueMemberS{Value: leaseID},
+		},
 	}
 }
 

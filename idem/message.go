@@ -133,6 +133,8 @@ type Record struct {
 	// without a lease.
 	Token      int64
 	LeaseUntil time.Time
+
+	lease string // a Pending claim's lease id
 }
 
 type ctxKey struct{}

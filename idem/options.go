@@ -91,6 +91,7 @@ type AttributeNames struct {
 	Response      string // stored response (B), absent when empty; defaults to "response"
 	LeaseUntil    string // a pending claim's lease end, epoch milliseconds (N); defaults to "leaseUntil"
 	Token         string // the fencing token of the claim's last lease (N); defaults to "fence"
+	LeaseID       string // a pending claim's lease id, random per delivery (S); defaults to "leaseId"
 }
 
 // DefaultAttributes are the attribute names used where Options leave one
@@ -106,6 +107,7 @@ var DefaultAttributes = AttributeNames{
 	Response:      "response",
 	LeaseUntil:    "leaseUntil",
 	Token:         "fence",
+	LeaseID:       "leaseId",
 }
 
 func (o *Options) setDefaults() {
@@ -124,6 +126,7 @@ func (o *Options) setDefaults() {
 		{&a.Response, DefaultAttributes.Response},
 		{&a.LeaseUntil, DefaultAttributes.LeaseUntil},
 		{&a.Token, DefaultAttributes.Token},
+		{&a.LeaseID, DefaultAttributes.LeaseID},
 	} {
 		if *f.v == "" {
 			*f.v = f.d

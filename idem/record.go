@@ -45,23 +45,25 @@ func (s *Store) keyItem(key string) map[string]types.AttributeValue {
 // (a lease-mode delivery that crashed).
 func (s *Store) claim(rec Record, now time.Time) types.TransactWriteItem {
 	a := s.opts.Attributes
-	return s.put(rec, "attribute_not_exists(#k) OR #e < :now OR (#o = :pending AND #l < :nowms)",
+	return s.put(rec, "attribute_not_exists(#k) OR (#e < :now AND #o <> :pending) OR (#o = :pending AND #l < :nowms)",
 		map[string]string{"#k": a.Key, "#e": a.ExpiresAt, "#o": a.Outcome, "#l": a.LeaseUntil},
 		map[string]types.AttributeValue{
 			":now":     &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
-			":nowms":   &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
+			":nowms":   &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(-takeoverSkew).UnixMilli(), 10)},
 			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
 		})
 }
 
-// fencedClaim is the Put that turns the pending claim of rec's lease
-// (rec.Token) into rec: only while the record still holds that token.
+// fencedClaim is the Put that turns the pending claim of rec's lease into
+// rec: only while the claim is still pending under that lease, its id and
+// its token.
 func (s *Store) fencedClaim(rec Record) types.TransactWriteItem {
 	a := s.opts.Attributes
-	return s.put(rec, "#o = :pending AND #t = :token",
-		map[string]string{"#o": a.Outcome, "#t": a.Token},
+	return s.put(rec, "#o = :pending AND #i = :lease AND #t = :token",
+		map[string]string{"#o": a.Outcome, "#i": a.LeaseID, "#t": a.Token},
 		map[string]types.AttributeValue{
 			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+			":lease":   &types.AttributeValueMemberS{Value: rec.lease},
 			":token":   &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Token, 10)},
 		})
 }
@@ -124,6 +126,7 @@ func (s *Store) decodeRecord(item map[string]types.AttributeValue) Record {
 		rec.Response = v.Value
 	}
 	rec.Token = number(item[a.Token])
+	rec.lease = str(a.LeaseID)
 	if ms := number(item[a.LeaseUntil]); ms != 0 {
 		rec.LeaseUntil = time.UnixMilli(ms)
 	}

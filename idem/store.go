@@ -308,7 +308,7 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 		case !sameMessage(stored, rec):
 			return Result{}, &KeyReuseError{Key: rec.Key, Fingerprint: rec.Fingerprint, Stored: stored}, false
 		case stored.Outcome == Pending:
-			return Result{}, &LeaseHeldError{Key: rec.Key, Until: stored.LeaseUntil}, false
+			return Result{}, &LeaseHeldError{Key: rec.Key, Until: stored.LeaseUntil.Add(takeoverSkew)}, false
 		}
 		return duplicate(stored, rec), nil, false
 	}
