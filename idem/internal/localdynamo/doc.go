@@ -14,7 +14,15 @@
 //     DynamoDB's TTL does (lazily, in DynamoDB's case);
 //   - a TransactWriteItems resent with the ClientRequestToken of a commit
 //     from the last ten minutes succeeds without applying again, so the SDK's
-//     retry of a commit whose answer was lost behaves as on DynamoDB.
+//     retry of a commit whose answer was lost behaves as on DynamoDB;
+//   - DynamoDB Streams, on the same endpoint (the SDK's dynamodbstreams
+//     client with BaseEndpoint set to Endpoint), emit one record per item
+//     change that happened: none for a cancelled transaction, a failed
+//     condition, a token replay or a write that changes nothing; the
+//     table's Region in awsRegion; the TTL sweeper's deletes as REMOVE
+//     records from the DynamoDB service principal; shard iterators that
+//     expire after 15 minutes. Records are kept until the server stops
+//     (DynamoDB keeps them 24 hours), in one shard per table.
 //
 // Usage:
 //

@@ -17,6 +17,24 @@ This server fixes all four with a small patch:
   4. a TransactWriteItems repeated with a token that committed within ten
      minutes succeeds without applying again, and with other parameters
      fails with IdempotentParameterMismatchException, as DynamoDB does.
+It also makes moto's DynamoDB Streams (served on the same port: the SDK's
+dynamodbstreams client sends X-Amz-Target DynamoDBStreams_20120810.*, which
+moto's dispatcher routes to its dynamodbstreams backend) emit what DynamoDB
+emits, one record per item change that happened:
+  5. a cancelled transaction leaves no stream record (the records its
+     applied actions added are dropped with the restore of patch 2, which
+     itself emits none), and a token replay (patch 4) emits none;
+  6. a write that changes nothing (an UpdateItem or PutItem leaving the item
+     as it was) emits no record, and an UpdateItem that creates an item
+     emits one INSERT, not moto's two (a keys-only INSERT, then another);
+  7. a record's awsRegion is the table's region, not always us-east-1, and
+     the TTL sweeper's deletes (patch 3) carry DynamoDB's userIdentity,
+     Type "Service" and PrincipalId "dynamodb.amazonaws.com";
+  8. a shard iterator expires 15 minutes after it was issued
+     (ExpiredIteratorException, as on DynamoDB; --shard-iterator-seconds),
+     and expired ones are forgotten, so a poller does not grow the server.
+Unlike DynamoDB, stream records are kept until the server stops (DynamoDB
+keeps them 24 hours), in one shard per table that never closes.
 It is started by the Go package github.com/idemkit/kit/idem/internal/localdynamo, which
 embeds this file. With --mode sqs it serves moto unpatched and unserialized,
 so SQS long polls never stall DynamoDB requests.
@@ -37,6 +55,10 @@ import time
 CHECKED_AGAINST = "5.2.1"
 FIVE_YEARS_SECONDS = 5 * 365 * 24 * 3600
 TOKEN_WINDOW_SECONDS = 600
+SHARD_ITERATOR_SECONDS = 900
+# GetRecords spells these PrincipalId and Type (the API model's names); a
+# Lambda event from the same record spells them principalId and type.
+SERVICE_IDENTITY = {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}
 
 
 def fail(message: str) -> None:
@@ -48,11 +70,13 @@ try:
     import moto
     from moto.dynamodb import models as ddb_models
     from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
+    from moto.dynamodb.models import table as ddb_table
     from moto.dynamodb.models.dynamo_type import DynamoType
-    from moto.dynamodb.models.table import Table
+    from moto.dynamodb.models.table import StreamShard, Table
     from moto.dynamodb.responses import DynamoHandler
     from moto.core.exceptions import JsonRESTError
     from moto.core.responses import ActionResult
+    from moto.dynamodbstreams.models import DynamoDBStreamsBackend, ShardIterator
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
         create_backend_app,
@@ -86,6 +110,7 @@ def check_internals() -> None:
     handler = getattr(DynamoHandler, "transact_write_items", None)
     if handler is None or 'self.body["TransactItems"]' not in inspect.getsource(handler):
         problems.append("DynamoHandler.transact_write_items no longer reads self.body")
+    problems.extend(_stream_problems())
     if problems:
         fail(
             f"moto {moto.__version__} differs from the moto {CHECKED_AGAINST} this patch "
@@ -98,6 +123,43 @@ def check_internals() -> None:
             file=sys.stderr,
             flush=True,
         )
+
+
+def _source(obj) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _stream_problems() -> list:
+    """The moto internals patches 5 to 8 adjust, as they were in CHECKED_AGAINST."""
+    problems = []
+    needles = [
+        # Every stream record is made by StreamShard.add, appended to its list.
+        (StreamShard.__init__, "self.items: list[StreamRecord] = []"),
+        (StreamShard.add, "self.items.append(StreamRecord("),
+        (getattr(ddb_table, "StreamRecord", None), 'self.record: dict[str, Any] = {'),
+        (getattr(ddb_table, "StreamRecord", None), '"awsRegion":'),
+        (Table.__init__, "self.region_name = region"),
+        # ... and add is called by these three writes only.
+        (Table.put_item, "self.stream_shard.add(current, item)"),
+        (Table.delete_item, "self.stream_shard.add(item, None)"),
+        (DynamoDBBackend.update_item, "table.put_item(data)"),
+        (DynamoDBBackend.update_item, "table.stream_shard.add(orig_item, item)"),
+        # The streams API: its target reaches the dynamodbstreams backend,
+        # whose iterators live in one dict.
+        (DomainDispatcherApplication.infer_service_region_host, 'startswith("DynamoDBStreams")'),
+        (DynamoDBStreamsBackend.__init__, "self.shard_iterators: dict[str, ShardIterator] = {}"),
+        (DynamoDBStreamsBackend.get_records, "self.shard_iterators[iterator_arn]"),
+        (ShardIterator.get, "self.streams_backend.shard_iterators[new_shard_iterator.arn]"),
+    ]
+    for obj, needle in needles:
+        if obj is None:
+            problems.append(f"moto no longer has the object holding {needle!r}")
+        elif needle not in _source(obj):
+            problems.append(f"{getattr(obj, '__qualname__', obj)} no longer contains {needle!r}")
+    return problems
 
 
 class _TablesByReference:
@@ -158,6 +220,26 @@ def _restore(saved) -> None:
                 bucket[range_key] = old
 
 
+def _stream_marks(backend, transact_items):
+    """How many records each stream the transaction writes to holds, before it."""
+    marks = {}
+    for entry in transact_items if isinstance(transact_items, list) else []:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            continue
+        op = next(iter(entry.values()))
+        table = backend.tables.get(op.get("TableName")) if isinstance(op, dict) else None
+        shard = getattr(table, "stream_shard", None)
+        if shard is not None:
+            marks[id(shard)] = (shard, len(shard.items))
+    return list(marks.values())
+
+
+def _drop_records(marks) -> None:
+    """Drops the records added after marks: no reader saw them, as requests are serialized."""
+    for shard, count in marks:
+        del shard.items[count:]
+
+
 def patch_transactions() -> None:
     check_internals()
     ddb_models.copy = _TablesByReference()
@@ -165,10 +247,12 @@ def patch_transactions() -> None:
 
     def transact_write_items(self, transact_items):
         saved = _touched(self, transact_items)
+        marks = _stream_marks(self, transact_items)
         try:
             return original(self, transact_items)
         except BaseException:
-            _restore(saved)
+            _restore(saved)  # writes the items back directly: no stream records
+            _drop_records(marks)
             raise
 
     DynamoDBBackend.transact_write_items = transact_write_items
@@ -216,6 +300,91 @@ def patch_client_request_tokens() -> None:
     DynamoHandler.transact_write_items = transact_write_items
 
 
+_emitting = threading.local()  # .pending: writes being coalesced; .service: a TTL delete
+
+
+def _unchanged(old, new) -> bool:
+    try:
+        return old is not None and new is not None and old == new
+    except Exception:  # a value moto cannot compare: call it a change
+        return False
+
+
+def patch_streams() -> None:
+    """Patches 5 to 7: one stream record per item change that happened."""
+    record_class = ddb_table.StreamRecord  # a moto model: patched in place, not subclassed
+    original_record = record_class.__init__
+
+    def record_init(self, table, *args, **kwargs):
+        original_record(self, table, *args, **kwargs)
+        self.record["awsRegion"] = table.region_name
+        if getattr(_emitting, "service", False):
+            self.record["userIdentity"] = dict(SERVICE_IDENTITY)
+
+    record_class.__init__ = record_init
+    original_add = StreamShard.add
+
+    def add(self, old, new):
+        pending = getattr(_emitting, "pending", None)
+        if pending is not None:
+            pending.append((self, old, new))
+        elif not _unchanged(old, new):  # DynamoDB writes no record for a write that changes nothing
+            original_add(self, old, new)
+
+    StreamShard.add = add
+    original_update = DynamoDBBackend.update_item
+
+    def update_item(self, *args, **kwargs):
+        # moto's update_item of a new item puts a keys-only item (one INSERT)
+        # and then reports the update (a second INSERT): emit one record,
+        # from the item before to the item after, when the update returns.
+        if getattr(_emitting, "pending", None) is not None:
+            return original_update(self, *args, **kwargs)
+        _emitting.pending = []
+        try:
+            return original_update(self, *args, **kwargs)
+        finally:
+            pending, _emitting.pending = _emitting.pending, None
+            if pending and all(shard is pending[0][0] for shard, _, _ in pending):
+                pending[0][0].add(pending[0][1], pending[-1][2])
+            else:
+                for shard, old, new in pending:
+                    shard.add(old, new)
+
+    DynamoDBBackend.update_item = update_item
+
+
+def patch_shard_iterators(lifetime: float) -> None:
+    """Patch 8: iterators expire after lifetime seconds and are then forgotten."""
+    original_init = ShardIterator.__init__
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.issued_at = time.monotonic()
+
+    ShardIterator.__init__ = __init__
+
+    def get_records(self, iterator_arn, limit):
+        now = time.monotonic()
+        iterators = self.shard_iterators
+        if now - getattr(self, "localdynamo_pruned_at", 0.0) >= min(lifetime, 60.0):
+            for arn in [a for a, it in iterators.items() if now - getattr(it, "issued_at", now) >= lifetime]:
+                del iterators[arn]
+            self.localdynamo_pruned_at = now
+        iterator = iterators.get(iterator_arn)
+        if iterator is None or now - iterator.issued_at >= lifetime:
+            iterators.pop(iterator_arn, None)
+            # An iterator forgotten after it expired cannot be told from one
+            # never issued: both get DynamoDB's answer for an expired one.
+            raise JsonRESTError(
+                "ExpiredIteratorException",
+                f"Iterator expired or unknown: shard iterators last {lifetime:g} seconds",
+            )
+        return iterator.get(limit)
+
+    DynamoDBStreamsBackend.get_records = get_records
+
+
 def sweep(now: float) -> dict:
     """Deletes items whose TTL attribute is a number of epoch seconds in the past.
 
@@ -239,7 +408,11 @@ def sweep(now: float) -> dict:
                     except ValueError:
                         continue
                     if now - FIVE_YEARS_SECONDS <= expires < now:
-                        table.delete_item(item.hash_key, item.range_key)
+                        _emitting.service = True  # the record says DynamoDB deleted it
+                        try:
+                            table.delete_item(item.hash_key, item.range_key)
+                        finally:
+                            _emitting.service = False
                         count += 1
                 if count:
                     deleted[f"{account}/{region}/{name}"] = count
@@ -307,6 +480,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--mode", choices=("dynamodb", "sqs"), default="dynamodb")
     parser.add_argument("--ttl-sweep-seconds", type=float, default=0, help="0 turns the sweeper off")
+    parser.add_argument(
+        "--shard-iterator-seconds", type=float, default=SHARD_ITERATOR_SECONDS,
+        help="how long a DynamoDB Streams shard iterator lasts (DynamoDB's: 15 minutes)",
+    )
     parser.add_argument("--exit-on-stdin-eof", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args()
@@ -316,6 +493,8 @@ def main() -> None:
     serialize = args.mode == "dynamodb"
     if serialize:
         patch_transactions()
+        patch_streams()
+        patch_shard_iterators(args.shard_iterator_seconds)
     server = Server(DomainDispatcherApplication(create_backend_app), serialize)
     httpd = make_server(args.host, args.port, server, threaded=True)
     if args.exit_on_stdin_eof:

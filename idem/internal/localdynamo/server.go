@@ -38,6 +38,11 @@ type Options struct {
 	// are deleted. Defaults to 0: never, unless Sweep is called.
 	TTLSweepInterval time.Duration
 
+	// ShardIteratorLifetime is how long a DynamoDB Streams shard iterator
+	// lasts; GetRecords with an older one answers ExpiredIteratorException.
+	// Defaults to 0: the server's own, 15 minutes, as on DynamoDB.
+	ShardIteratorLifetime time.Duration
+
 	// Log receives the server's own log lines (sweeps, warnings, errors).
 	// Defaults to os.Stderr.
 	Log io.Writer
@@ -95,6 +100,9 @@ func start(ctx context.Context, mode string, optFns []func(*Options)) (*Server, 
 	args := []string{path, "--mode", mode, "--host", "127.0.0.1", "--port", "0", "--exit-on-stdin-eof"}
 	if o.TTLSweepInterval > 0 {
 		args = append(args, "--ttl-sweep-seconds", fmt.Sprint(o.TTLSweepInterval.Seconds()))
+	}
+	if o.ShardIteratorLifetime > 0 {
+		args = append(args, "--shard-iterator-seconds", fmt.Sprint(o.ShardIteratorLifetime.Seconds()))
 	}
 	if o.Verbose {
 		args = append(args, "--verbose")
