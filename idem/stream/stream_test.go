@@ -159,8 +159,8 @@ func TestClaimedAppliesOnce(t *testing.T) {
 func TestTableName(t *testing.T) {
 	for arn, want := range map[string]string{
 		"arn:aws:dynamodb:us-east-1:123456789012:table/ExampleTableWithStream/stream/2015-06-27T00:48:05.899": "ExampleTableWithStream",
-		"arn:aws:kinesis:us-east-1:123456789012:stream/s": "stream",
-		"":                                   "stream",
+		"arn:aws:kinesis:us-east-1:123456789012:stream/s":                                                     "stream",
+		"":                                    "stream",
 		"arn:aws:dynamodb:us-east-1:1:table/": "stream",
 	} {
 		if got := stream.TableName(arn); got != want {
