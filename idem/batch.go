@@ -118,9 +118,10 @@ type entry struct {
 	targets []target                  // the items they touch; key "" is a whole table
 	size    int
 
-	sends     int  // requests that carried it, the SDK's retries included
-	conflicts int  // sends cancelled by its own conflict or throttling
-	alone     bool // in a transaction of its own, after the server refused a shared one
+	sends     int     // requests that carried it, the SDK's retries included
+	conflicts int     // sends cancelled by its own conflict or throttling
+	alone     bool    // in a transaction of its own, after the server refused a shared one
+	over      *Record // a pending claim whose lease ended, which its claim takes over
 }
 
 // batchRun is one ProcessBatch call's state.
@@ -254,7 +255,12 @@ func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
 	res, err, retry := b.s.classify(e.rec, e.writes, err, sent)
 	var rej *RejectedError
 	var re *RetryableError
+	var lh *LeaseHeldError
 	switch {
+	case e.over == nil && errors.As(err, &lh) && lh.ended(b.s.opts.Now()): // as in Process
+		e.over = &lh.stored
+		b.measure([]*entry{e})
+		return true
 	case retry:
 		e.conflicts++
 		if e.conflicts < b.s.opts.MaxAttempts {

@@ -176,7 +176,13 @@ var (
 type LeaseHeldError struct {
 	Key   string
 	Until time.Time
+
+	stored Record // the pending claim met
 }
+
+// ended says whether the lease met has ended, so the claim may be taken
+// over, at now.
+func (e *LeaseHeldError) ended(now time.Time) bool { return !e.Until.After(now) }
 
 func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("idem: %q: another delivery holds the lease until %s; retry after it", e.Key, e.Until.UTC().Format(time.RFC3339Nano))

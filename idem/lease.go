@@ -146,18 +146,9 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 		return Result{}, &InvalidError{Key: key, Reason: err.Error()}
 	}
 	o.setDefaults()
-	if err := s.validateMessage(msg, key); err != nil {
-		return Result{}, err
-	}
-	id := s.identify(msg, key)
-	if res, err, ok := s.cached(id); ok {
-		if err == nil {
-			err = replay(msg, key, res.Record)
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		return res, nil
+	id, res, err, done := s.begin(msg, key)
+	if done {
+		return res, err
 	}
 	lease, res, err := s.acquire(ctx, id, o)
 	if err != nil {

@@ -465,3 +465,28 @@ func TestLeaseStaleStaysStale(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchTakesOverAnEndedLease: ProcessBatch, too, commits over a
+// pending claim whose lease ended, and meets a live one as held.
+func TestBatchTakesOverAnEndedLease(t *testing.T) {
+	e := newEnv(t)
+	clk := &clock{}
+	crashed, _ := idem.New(crashing{e.client}, e.processed, func(o *idem.Options) { o.Now = clk.now })
+	crashed.ProcessLeased(context.Background(), msg, e.receiptHandler(newRemote(0), nil))
+	store, _ := idem.New(e.client, e.processed, func(o *idem.Options) { o.Now = clk.now })
+	other := msg
+	other.ID = "evt_002"
+	batch := []idem.Message{msg, other}
+	h := func(_ context.Context, _ int, m idem.Message) (idem.Effect, error) {
+		return idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-"+m.ID, 1)}}, nil
+	}
+	out := store.ProcessBatch(context.Background(), batch, h)
+	if !errors.Is(out[0].Err, idem.ErrLeaseHeld) || out[1].Err != nil {
+		t.Fatalf("within the lease: want [held, Processed], got %v, %v", out[0].Err, out[1].Err)
+	}
+	clk.skip(2 * time.Minute)
+	out = store.ProcessBatch(context.Background(), batch, h)
+	if out[0].Err != nil || out[0].Result.Outcome != idem.Processed || out[1].Result.Outcome != idem.Duplicate {
+		t.Fatalf("after the lease: want [Processed, Duplicate], got %+v", out)
+	}
+}

@@ -40,18 +40,36 @@ func (s *Store) keyItem(key string) map[string]types.AttributeValue {
 }
 
 // claim is the conditional Put that claims rec.Key: it succeeds when no
-// record holds the key, when the one that does has expired but not yet
-// been deleted by TTL, or when it is a pending claim whose lease has ended
-// (a lease-mode delivery that crashed).
+// record holds the key, or when the one that does has expired but not yet
+// been deleted by TTL. A pending claim whose lease ended, left by a
+// lease-mode delivery, is taken over by takeoverClaim instead, at the cost
+// of a second transaction only then: a longer condition here would slow
+// every claim.
 func (s *Store) claim(rec Record, now time.Time) types.TransactWriteItem {
 	a := s.opts.Attributes
-	return s.put(rec, "attribute_not_exists(#k) OR (#e < :now AND #o <> :pending) OR (#o = :pending AND #l < :nowms)",
-		map[string]string{"#k": a.Key, "#e": a.ExpiresAt, "#o": a.Outcome, "#l": a.LeaseUntil},
+	return s.put(rec, "attribute_not_exists(#k) OR #e < :now",
+		map[string]string{"#k": a.Key, "#e": a.ExpiresAt},
 		map[string]types.AttributeValue{
-			":now":     &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
-			":nowms":   &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(-takeoverSkew).UnixMilli(), 10)},
-			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
 		})
+}
+
+// takeoverClaim is the Put of rec over stored, a pending claim whose lease
+// ended, on the condition that it is still that claim, under that lease.
+func (s *Store) takeoverClaim(rec, stored Record) types.TransactWriteItem {
+	a := s.opts.Attributes
+	cond := "#o = :pending AND #l = :was"
+	names := map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil}
+	values := map[string]types.AttributeValue{
+		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+		":was":     millis(stored.LeaseUntil),
+	}
+	if stored.lease != "" {
+		cond += " AND #i = :lease"
+		names["#i"] = a.LeaseID
+		values[":lease"] = &types.AttributeValueMemberS{Value: stored.lease}
+	}
+	return s.put(rec, cond, names, values)
 }
 
 // fencedClaim is the Put that turns the pending claim of rec's lease into

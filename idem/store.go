@@ -105,24 +105,22 @@ func (s *Store) reportKey(msg Message) string {
 }
 
 func (s *Store) process(ctx context.Context, msg Message, key string, h Handler) (Result, error) {
-	if err := s.validateMessage(msg, key); err != nil {
-		return Result{}, err
-	}
-	id := s.identify(msg, key)
-	if res, err, ok := s.cached(id); ok {
-		if err == nil {
-			err = replay(msg, key, res.Record)
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		return res, nil
+	id, res, err, done := s.begin(msg, key)
+	if done {
+		return res, err
 	}
 	rec, eff, err := s.prepare(ctx, msg, id, h)
 	if err != nil {
 		return Result{}, err
 	}
-	return s.finish(ctx, msg, rec, eff, func(rec Record) types.TransactWriteItem { return s.claim(rec, rec.ClaimedAt) })
+	res, err = s.finish(ctx, msg, rec, eff, func(rec Record) types.TransactWriteItem { return s.claim(rec, rec.ClaimedAt) })
+	var lh *LeaseHeldError
+	if errors.As(err, &lh) && lh.ended(s.opts.Now()) {
+		// A pending claim a lease-mode delivery left, its lease ended: this
+		// handler calls nothing out, so it may commit over it.
+		res, err = s.finish(ctx, msg, rec, eff, func(rec Record) types.TransactWriteItem { return s.takeoverClaim(rec, lh.stored) })
+	}
+	return res, err
 }
 
 // finish commits rec and eff's writes, the claim built by claim, and, when
@@ -149,6 +147,25 @@ func (s *Store) finish(ctx context.Context, msg Message, rec Record, eff Effect,
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// begin validates msg and identifies it; done says the cache answered it
+// (res, err) or it is invalid (err).
+func (s *Store) begin(msg Message, key string) (id Record, res Result, err error, done bool) {
+	if err := s.validateMessage(msg, key); err != nil {
+		return Record{}, Result{}, err, true
+	}
+	id = s.identify(msg, key)
+	if res, err, ok := s.cached(id); ok {
+		if err == nil {
+			err = replay(msg, key, res.Record)
+		}
+		if err != nil {
+			return id, Result{}, err, true
+		}
+		return id, res, nil, true
+	}
+	return id, Result{}, nil, false
 }
 
 // replay runs msg.Replay on a Duplicate's stored record.
@@ -308,7 +325,7 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 		case !sameMessage(stored, rec):
 			return Result{}, &KeyReuseError{Key: rec.Key, Fingerprint: rec.Fingerprint, Stored: stored}, false
 		case stored.Outcome == Pending:
-			return Result{}, &LeaseHeldError{Key: rec.Key, Until: stored.LeaseUntil.Add(takeoverSkew)}, false
+			return Result{}, &LeaseHeldError{Key: rec.Key, Until: stored.LeaseUntil.Add(takeoverSkew), stored: stored}, false
 		}
 		return duplicate(stored, rec), nil, false
 	}

@@ -203,26 +203,33 @@ func sendN(ctx context.Context, client *sqs.Client, queueURL string, m message, 
 
 func balances(ctx context.Context, client *dynamodb.Client, table string) (map[string]int64, error) {
 	out := map[string]int64{}
+	err := scanAccounts(ctx, client, table, "balance", func(account string, v ddbtypes.AttributeValue) {
+		if n, ok := v.(*ddbtypes.AttributeValueMemberN); ok {
+			out[account], _ = strconv.ParseInt(n.Value, 10, 64)
+		}
+	})
+	return out, err
+}
+
+// scanAccounts calls fn with each account's attr, where it has one.
+func scanAccounts(ctx context.Context, client *dynamodb.Client, table, attr string, fn func(account string, v ddbtypes.AttributeValue)) error {
 	if table == "" {
-		return out, nil
+		return nil
 	}
 	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, item := range page.Items {
 			acc, _ := item["account"].(*ddbtypes.AttributeValueMemberS)
-			bal, _ := item["balance"].(*ddbtypes.AttributeValueMemberN)
-			if acc == nil || bal == nil {
-				continue
+			if v, ok := item[attr]; ok && acc != nil {
+				fn(acc.Value, v)
 			}
-			n, _ := strconv.ParseInt(bal.Value, 10, 64)
-			out[acc.Value] = n
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // drain waits until the queue holds no message, visible or in flight.

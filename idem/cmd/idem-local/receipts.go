@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -97,24 +96,12 @@ func printReceipts(ctx context.Context, w io.Writer, s *localstack.Stack, table 
 // the receipt of the last one.
 func lastReceipts(ctx context.Context, client *dynamodb.Client, table string) (map[string]string, error) {
 	out := map[string]string{}
-	if table == "" {
-		return out, nil
-	}
-	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return out, err
+	err := scanAccounts(ctx, client, table, "lastReceipt", func(account string, v ddbtypes.AttributeValue) {
+		if r, ok := v.(*ddbtypes.AttributeValueMemberS); ok {
+			out[account] = r.Value
 		}
-		for _, item := range page.Items {
-			acc, _ := item["account"].(*ddbtypes.AttributeValueMemberS)
-			r, _ := item["lastReceipt"].(*ddbtypes.AttributeValueMemberS)
-			if acc != nil && r != nil {
-				out[acc.Value] = r.Value
-			}
-		}
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 func countOf(xs []string, x string) int {

@@ -265,22 +265,15 @@ func post(t *testing.T, url, body string, headers map[string]string) (int, strin
 // lastReceipt is the receipt the account's last credit stored, or "".
 func lastReceipt(t *testing.T, s *Stack, table, account string) string {
 	t.Helper()
-	out, err := s.DynamoDB().GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName:      aws.String(table),
-		Key:            map[string]ddbtypes.AttributeValue{"account": &ddbtypes.AttributeValueMemberS{Value: account}},
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _ := out.Item["lastReceipt"].(*ddbtypes.AttributeValueMemberS)
+	r, _ := accountItem(t, s, table, account)["lastReceipt"].(*ddbtypes.AttributeValueMemberS)
 	if r == nil {
 		return ""
 	}
 	return r.Value
 }
 
-func balance(t *testing.T, s *Stack, table, account string) int64 {
+// accountItem is the account's item, read consistently.
+func accountItem(t *testing.T, s *Stack, table, account string) map[string]ddbtypes.AttributeValue {
 	t.Helper()
 	out, err := s.DynamoDB().GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName:      aws.String(table),
@@ -290,7 +283,12 @@ func balance(t *testing.T, s *Stack, table, account string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, ok := out.Item["balance"].(*ddbtypes.AttributeValueMemberN)
+	return out.Item
+}
+
+func balance(t *testing.T, s *Stack, table, account string) int64 {
+	t.Helper()
+	b, ok := accountItem(t, s, table, account)["balance"].(*ddbtypes.AttributeValueMemberN)
 	if !ok {
 		return 0
 	}
