@@ -169,10 +169,10 @@ var (
 	ErrFenced = errors.New("idem: lease taken over before the commit")
 )
 
-// LeaseHeldError reports a delivery that met a live lease on its message
-// (ProcessLeased): another delivery is running the handler, or its
-// environment crashed and the lease has yet to end. Nothing was done or
-// called; retry after Until.
+// LeaseHeldError reports a delivery (of Process, ProcessBatch or
+// ProcessLeased) that met a live lease on its message: a ProcessLeased
+// delivery is running its handler, or its environment crashed and the
+// lease has yet to end. Nothing was done or called; retry after Until.
 type LeaseHeldError struct {
 	Key   string
 	Until time.Time

@@ -490,3 +490,35 @@ func TestBatchTakesOverAnEndedLease(t *testing.T) {
 		t.Fatalf("after the lease: want [Processed, Duplicate], got %+v", out)
 	}
 }
+
+// vanishing deletes the claim before the second transaction it sends: a
+// pending claim deleted by hand between Process's claim and its takeover.
+type vanishing struct {
+	*dynamodb.Client
+	table string
+	n     int
+}
+
+func (c *vanishing) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if c.n++; c.n == 2 {
+		c.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &c.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "credits#evt_001"}}})
+	}
+	return c.Client.TransactWriteItems(ctx, in, optFns...)
+}
+
+// TestTakeoverOfAVanishedClaim: the pending claim gone before its
+// takeover is a retryable failure, not a key reuse; the retry claims it.
+func TestTakeoverOfAVanishedClaim(t *testing.T) {
+	e := newEnv(t)
+	clk := &clock{}
+	crashed, _ := idem.New(crashing{e.client}, e.processed, func(o *idem.Options) { o.Now = clk.now })
+	crashed.ProcessLeased(context.Background(), msg, e.receiptHandler(newRemote(0), nil))
+	clk.skip(2 * time.Minute)
+	store, _ := idem.New(&vanishing{Client: e.client, table: e.processed}, e.processed, func(o *idem.Options) { o.Now = clk.now })
+	if _, err := store.Process(context.Background(), msg, e.creditHandler(nil)); !errors.Is(err, idem.ErrRetryable) || errors.Is(err, idem.ErrKeyReuse) {
+		t.Fatalf("want a retryable error, got %v", err)
+	}
+	if res, err := store.Process(context.Background(), msg, e.creditHandler(nil)); err != nil || res.Outcome != idem.Processed || e.balance(t, "acc-9") != 500 {
+		t.Fatalf("the retry: want Processed and 500, got %v, %v", res.Outcome, err)
+	}
+}

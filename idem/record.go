@@ -69,7 +69,11 @@ func (s *Store) takeoverClaim(rec, stored Record) types.TransactWriteItem {
 		names["#i"] = a.LeaseID
 		values[":lease"] = &types.AttributeValueMemberS{Value: stored.lease}
 	}
-	return s.put(rec, cond, names, values)
+	w := s.put(rec, cond, names, values)
+	if stored.Token != 0 { // kept, so that a later lease's token is larger
+		w.Put.Item[s.opts.Attributes.Token] = &types.AttributeValueMemberN{Value: strconv.FormatInt(stored.Token, 10)}
+	}
+	return w
 }
 
 // fencedClaim is the Put that turns the pending claim of rec's lease into

@@ -75,8 +75,11 @@ func (s *Store) Table() string { return s.table }
 // effect's condition failed and Effect.Rejected recorded it). Any error
 // means the delivery must be retried or dead-lettered: *InvalidError,
 // *KeyReuseError, *RejectedError, *HandlerError, *PanicError or
-// *StoreError (nothing committed), or *RetryableError (perhaps committed
-// with its answer lost; the retry is then a Duplicate).
+// *StoreError (nothing committed), *LeaseHeldError (a ProcessLeased
+// delivery of the message is running; nothing done), or *RetryableError
+// (perhaps committed with its answer lost; the retry is then a
+// Duplicate). A pending claim whose lease ended is committed over, in a
+// second transaction: h calls nothing out.
 func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, error) {
 	key := s.claimKey(msg)
 	res, err := s.process(ctx, msg, key, h)
@@ -322,6 +325,8 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 		switch {
 		case rec.Token != 0: // a lease's commit: whatever holds the key now, it is not this lease
 			return Result{}, &FencedError{Key: rec.Key, Token: rec.Token, Stored: stored}, false
+		case len(reasons[0].Item) == 0: // a takeover's pending claim, gone meanwhile (deleted by hand, or by TTL)
+			return Result{}, &RetryableError{Key: rec.Key, Attempts: sent.count(), Err: errors.New("the pending claim to take over is gone; the retry claims afresh")}, false
 		case !sameMessage(stored, rec):
 			return Result{}, &KeyReuseError{Key: rec.Key, Fingerprint: rec.Fingerprint, Stored: stored}, false
 		case stored.Outcome == Pending:

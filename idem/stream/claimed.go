@@ -11,20 +11,43 @@ import (
 	"github.com/idemkit/kit/idem"
 )
 
+// ClaimedOptions configure Claimed. Every default is written once, on its
+// field, and applied in Claimed.
+type ClaimedOptions struct {
+	// Source names the consumer's claims, for metrics and, unless the
+	// Store sets a Scope, as the scope of their keys: two consumers of one
+	// stream that share a processed-ids table need distinct Sources, or
+	// each would take the other's claims for its own. It must be one the
+	// Store's CheckSource takes. Defaults to the table's name, read from
+	// each record's eventSourceARN.
+	Source string
+}
+
 // Claimed makes h's effect commit once per DynamoDB stream record: each
 // record is claimed in store under its eventID, which Lambda's retries of
-// a batch keep, together with h's writes, so a record run again after a
-// failure later in its batch is a Duplicate. The Source, for metrics and
-// as the scope of the keys, is the table's name, read from the record's
-// eventSourceARN; the payload is the record's stream data (its keys,
-// images and sequence number), so the same eventID with other data is a
-// key reuse.
-func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventRecord) (idem.Effect, error)) (func(context.Context, events.DynamoDBEventRecord) error, error) {
+// a batch keep, together with h's writes, so a record run again (after a
+// whole-invoke failure, a bisect, or a duplicate delivery of the stream)
+// is a Duplicate. The claim's payload is the record's SequenceNumber,
+// which belongs to its eventID, so no key reuse is looked for.
+func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventRecord) (idem.Effect, error), optFns ...func(*ClaimedOptions)) (func(context.Context, events.DynamoDBEventRecord) error, error) {
 	if store == nil || h == nil {
 		return nil, errors.New("stream: Claimed: nil Store or handler")
 	}
+	var o ClaimedOptions
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Source != "" {
+		if err := store.CheckSource(o.Source); err != nil {
+			return nil, fmt.Errorf("stream: Claimed: ClaimedOptions.Source: %w", err)
+		}
+	}
 	return func(ctx context.Context, rec events.DynamoDBEventRecord) error {
-		msg := idem.Message{ID: rec.EventID, Source: TableName(rec.EventSourceArn), Payload: []byte(rec.Change.SequenceNumber)}
+		source := o.Source
+		if source == "" {
+			source = TableName(rec.EventSourceArn)
+		}
+		msg := idem.Message{ID: rec.EventID, Source: source, Payload: []byte(rec.Change.SequenceNumber)}
 		if msg.ID == "" {
 			err := fmt.Errorf("stream record %s has no eventID", rec.Change.SequenceNumber)
 			store.ReportFailure(ctx, msg, err)

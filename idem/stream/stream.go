@@ -16,10 +16,11 @@ import (
 // its field, and applied by DynamoDB and Kinesis.
 type Options struct {
 	// DeadlineMargin is the time kept in hand before the Lambda deadline:
-	// no record starts once less remains, and the batch is answered with
-	// the first record not run, so that Lambda retries from it instead of
-	// timing out the whole batch. Negative turns it off. Defaults to 2
-	// seconds.
+	// no record after the first starts once less remains, and the batch is
+	// answered with the first record not run, so that Lambda retries from
+	// it instead of timing out the whole batch. The first record always
+	// starts, or a function timeout under the margin would stall the
+	// shard. Negative turns it off. Defaults to 2 seconds.
 	DeadlineMargin time.Duration
 
 	// Logger receives one WARN record per failed batch, naming the record
@@ -91,7 +92,7 @@ func options(optFns []func(*Options)) Options {
 // why. A panic in h fails its record.
 func run[R any](ctx context.Context, o *Options, recs []R, h func(context.Context, R) error) (int, error) {
 	for i, rec := range recs {
-		if err := mayStart(ctx, o); err != nil {
+		if err := mayStart(ctx, o); err != nil && i > 0 {
 			return i, err
 		}
 		if err := idem.Recover("", "the stream handler", func() error { return h(ctx, rec) }); err != nil {

@@ -3,6 +3,8 @@ package credit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,13 +110,30 @@ func Apply(ctx context.Context, table string, c Credit, r *Receipts) (types.Tran
 	if msg, ok := idem.FromContext(ctx); ok {
 		id = msg.ID
 	}
-	receipt, err := r.Obtain(ctx, lease.Key, id, c)
+	receipt, err := r.Obtain(ctx, ReceiptKey(lease.Key), id, c)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
 	return idem.Update(table, map[string]string{"account": c.Account},
 		expression.Add(expression.Name("balance"), expression.Value(c.Cents)).
 			Set(expression.Name("lastReceipt"), expression.Value(receipt)))
+}
+
+// ReceiptKey is the Idempotency-Key a claim key is sent as: the key
+// itself when it is at most 255 printable ASCII characters, as payment
+// APIs take them; else "sha256:" and its SHA-256 in hex, as stable across
+// redeliveries (an SQS message id may hold any character, and a claim key
+// runs to 2 KB).
+func ReceiptKey(claimKey string) string {
+	ok := len(claimKey) <= 255
+	for i := 0; ok && i < len(claimKey); i++ {
+		ok = claimKey[i] >= 0x20 && claimKey[i] < 0x7f
+	}
+	if ok {
+		return claimKey
+	}
+	sum := sha256.Sum256([]byte(claimKey))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // checkReceiptsURL accepts an absolute http or https URL.

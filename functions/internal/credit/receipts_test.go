@@ -130,3 +130,19 @@ func TestApplyNeedsALease(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { idemtest.Main(m) }
+
+func TestReceiptKey(t *testing.T) {
+	long := strings.Repeat("k", 256)
+	for _, tc := range []struct{ key, want string }{
+		{"credits#evt_001", "credits#evt_001"},
+		{strings.Repeat("k", 255), strings.Repeat("k", 255)},
+		{"credits#evt\n1", "sha256:"},
+		{"credits#évt", "sha256:"},
+		{long, "sha256:"},
+	} {
+		got := credit.ReceiptKey(tc.key)
+		if !strings.HasPrefix(got, tc.want) || (strings.HasPrefix(got, "sha256:") && (len(got) != 71 || got != credit.ReceiptKey(tc.key))) {
+			t.Errorf("ReceiptKey(%q) = %q, want %q…", tc.key, got, tc.want)
+		}
+	}
+}
