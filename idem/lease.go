@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 )
 
 // UpdateItemAPI is the call a lease is taken and released with, besides
@@ -252,7 +251,7 @@ func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Recor
 		stored := s.decodeRecord(ccf.Item)
 		return stored, stored.Outcome == Pending && stored.lease == leaseID, nil
 	}
-	err = s.leaseCallError(id.Key, "the lease", err, &sent)
+	err = callError(id.Key, "the lease", err, &sent)
 	if errors.Is(err, ErrRetryable) {
 		// The lease may have been taken with its answer lost: release it,
 		// or the redelivery would wait it out.
@@ -277,7 +276,7 @@ func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Recor
 		}
 		return Lease{}, false, nil
 	}
-	err = s.leaseCallError(stored.Key, "the lease's takeover", err, &sent)
+	err = callError(stored.Key, "the lease's takeover", err, &sent)
 	if errors.Is(err, ErrRetryable) { // as in readForLease
 		s.release(ctx, stored.Key, leaseID)
 	}
@@ -303,16 +302,3 @@ func (s *Store) release(ctx context.Context, key, leaseID string) {
 // releaseTimeout bounds a release, which may run after the handler's
 // context has ended.
 const releaseTimeout = 2 * time.Second
-
-// leaseCallError classifies a failed UpdateItem as commit's classify does
-// for a failed transaction.
-func (s *Store) leaseCallError(key, what string, err error, sent *sendLog) error {
-	var ae smithy.APIError
-	switch {
-	case isTransient(err) || !errors.As(err, &ae) && sent.mayHaveSent():
-		return &RetryableError{Key: key, Attempts: sent.count(), Err: fmt.Errorf("%s: %w", what, err)}
-	case ae != nil && ae.ErrorCode() == "ValidationException":
-		return &InvalidError{Key: key, Reason: what + ": " + err.Error(), Server: true}
-	}
-	return &StoreError{Key: key, Err: fmt.Errorf("%s: %w", what, err)}
-}
