@@ -41,6 +41,9 @@ type message struct {
 	copies  int          // deliveries planned: 1 to 5
 	ok      atomic.Int32 // deliveries that succeeded
 	failed  atomic.Int32 // deliveries reported failed, each redelivered
+	// failedOther counts the failures of TestChaosLease's deliveries
+	// other than a live lease met, which it bounds by giveUp.
+	failedOther atomic.Int32
 }
 
 // credit is a message's body.
