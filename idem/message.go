@@ -44,6 +44,13 @@ type Effect struct {
 	// at most 99, none on the same item as another.
 	Writes []types.TransactWriteItem
 
+	// Messages are sent to other services through the transactional
+	// outbox: each is written as an item of Options.OutboxTable in the
+	// same transaction, counted in its 100 actions and 4 MB, and relayed
+	// from the table's stream at least once, under an id the same on every
+	// delivery (OutboxID). A Duplicate or a recorded rejection sends none.
+	Messages []OutgoingMessage
+
 	// Response is stored with the claim and returned to every duplicate
 	// delivery, at most Options.MaxResponseBytes.
 	Response []byte

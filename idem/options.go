@@ -34,6 +34,20 @@ type Options struct {
 	// to 14 days, Stripe retries for 3). At most 36,500. Defaults to 30.
 	RetentionDays int
 
+	// OutboxTable is the table Effect.Messages are written to, as outbox
+	// items, for a relay on its stream. It has the processed-ids table's
+	// key schema (Attributes.Key and SortKey) and TTL attribute
+	// (Attributes.ExpiresAt). Defaults to the processed-ids table: its
+	// stream's event source mapping then passes only the items whose
+	// OutboxKindAttr is OutboxKind.
+	OutboxTable string
+
+	// OutboxRetention is how long an outbox item is kept before TTL
+	// deletes it: longer than a DynamoDB stream keeps its records (24
+	// hours), so that each item is relayed, or sent to the relay's
+	// on-failure destination, while it exists. Defaults to 48 hours.
+	OutboxRetention time.Duration
+
 	// MaxResponseBytes bounds the response stored with a claim; a larger
 	// response is an *InvalidError and commits nothing. Defaults to 65,536.
 	MaxResponseBytes int
@@ -137,6 +151,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.RetentionDays == 0 {
 		o.RetentionDays = 30
+	}
+	if o.OutboxRetention == 0 {
+		o.OutboxRetention = 48 * time.Hour
 	}
 	if o.MaxResponseBytes == 0 {
 		o.MaxResponseBytes = 64 << 10

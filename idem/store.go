@@ -37,6 +37,9 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 		fn(&o)
 	}
 	o.setDefaults()
+	if o.OutboxTable == "" {
+		o.OutboxTable = table
+	}
 	switch {
 	case client == nil:
 		return nil, errors.New("idem: New: nil DynamoDB client")
@@ -44,8 +47,8 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 		return nil, errors.New("idem: New: empty processed-ids table name")
 	case o.RetentionDays < 1 || o.RetentionDays > maxRetentionDays:
 		return nil, fmt.Errorf("idem: New: RetentionDays is %d; it must be a whole number of days from 1 to %d", o.RetentionDays, maxRetentionDays)
-	case o.MaxResponseBytes < 0 || o.MaxAttempts < 0 || o.BackoffBase < 0 || o.BackoffMax < 0:
-		return nil, errors.New("idem: New: MaxResponseBytes, MaxAttempts, BackoffBase and BackoffMax must not be negative")
+	case o.MaxResponseBytes < 0 || o.MaxAttempts < 0 || o.BackoffBase < 0 || o.BackoffMax < 0 || o.OutboxRetention < 0:
+		return nil, errors.New("idem: New: MaxResponseBytes, MaxAttempts, BackoffBase, BackoffMax and OutboxRetention must not be negative")
 	case len(o.SortKeyValue) > maxSortKeyBytes:
 		return nil, fmt.Errorf("idem: New: SortKeyValue is %d bytes; DynamoDB allows %d", len(o.SortKeyValue), maxSortKeyBytes)
 	}

@@ -51,7 +51,14 @@ func (s *Store) validateEffect(key string, eff *Effect) (err error) {
 	bad := func(format string, args ...any) error {
 		return &InvalidError{Key: key, Reason: fmt.Sprintf(format, args...)}
 	}
+	own := len(eff.Writes)
+	if err := s.addOutbox(key, eff, s.opts.Now()); err != nil {
+		return err
+	}
 	if n := len(eff.Writes) + 1; n > maxTransactItems {
+		if own < len(eff.Writes) {
+			return bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
+		}
 		return bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
 	}
 	if len(eff.Response) > s.opts.MaxResponseBytes {
