@@ -109,6 +109,28 @@ func TestRepositoryTemplate(t *testing.T) {
 			}
 		})
 	}
+	// A function that calls a receipts service runs under the lease, which
+	// takes and releases its claim with UpdateItem on the claims table.
+	for _, id := range tmpl.OfType(typeFunction) {
+		getAtt := func(v any) string {
+			l := listOf(mapOf(v)["Fn::GetAtt"])
+			if len(l) == 0 {
+				return ""
+			}
+			s, _ := l[0].(string)
+			return s
+		}
+		rid := getAtt(tmpl.Resources[id].Properties["Role"])
+		granted := false
+		walkStatements(tmpl.Resources[rid].Properties["Policies"], func(st map[string]any) {
+			if getAtt(st["Resource"]) == "ProcessedTable" && slices.Contains(listOf(st["Action"]), any("dynamodb:UpdateItem")) {
+				granted = true
+			}
+		})
+		if !granted {
+			t.Errorf("%s: its role %s grants no dynamodb:UpdateItem on ProcessedTable, which the lease needs when RECEIPTS_URL is set", id, rid)
+		}
+	}
 	for _, id := range tmpl.OfType(typeFunction) {
 		if _, ok := tmpl.Resources[id].Properties["Policies"]; ok {
 			t.Errorf("%s: SAM Policies would come with SAM's default role; give it its own Role", id)
