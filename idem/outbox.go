@@ -3,6 +3,7 @@ package idem
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -132,6 +133,17 @@ func (s *Store) addOutbox(key string, eff *Effect, now time.Time) error {
 	return nil
 }
 
+// isDetail says whether body can be an EventBridge event's detail: a JSON
+// object whose top level leaves "idempotencyKey" to the relay.
+func isDetail(body string) bool {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal([]byte(body), &fields) != nil || fields == nil {
+		return false
+	}
+	_, taken := fields["idempotencyKey"]
+	return !taken
+}
+
 // reservedAttributes are the SQS message attributes the relay sets.
 var reservedAttributes = []string{"IdempotencyKey", "Type"}
 
@@ -146,8 +158,8 @@ func checkOutgoing(m OutgoingMessage) error {
 		return fmt.Errorf("Destination %q names no event bus", m.Destination)
 	case strings.HasPrefix(m.Destination, "eventbridge:") && m.Type == "":
 		return fmt.Errorf("an EventBridge event needs a Type, its detail-type")
-	case strings.HasPrefix(m.Destination, "eventbridge:") && !strings.HasPrefix(strings.TrimSpace(m.Body), "{"):
-		return fmt.Errorf("an EventBridge event's Body, its detail, must be a JSON object")
+	case strings.HasPrefix(m.Destination, "eventbridge:") && !isDetail(m.Body):
+		return fmt.Errorf("an EventBridge event's Body, its detail, must be a JSON object without an %q field, which the relay adds", "idempotencyKey")
 	case m.Body == "":
 		return fmt.Errorf("empty Body")
 	case len(m.Body) > MaxOutgoingBodyBytes:

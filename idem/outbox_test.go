@@ -195,6 +195,8 @@ func TestOutboxRefusesBadMessages(t *testing.T) {
 		{"no bus", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:", Type: "t", Body: "{}"}}}, "names no event bus"},
 		{"event without type", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Body: "{}"}}}, "needs a Type"},
 		{"event detail not an object", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "[1]"}}}, "JSON object"},
+		{"event detail not JSON", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "{oops"}}}, "JSON object"},
+		{"event detail with the relay's field", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: `{"idempotencyKey":"x"}`}}}, "the relay adds"},
 		{"empty body", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue}}}, "empty Body"},
 		{"body too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", idem.MaxOutgoingBodyBytes+1)}}}, "the limit is"},
 		{"body not UTF-8", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "\xff"}}}, "not valid UTF-8"},
