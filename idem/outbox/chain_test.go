@@ -1,0 +1,210 @@
+package outbox_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/outbox"
+	"github.com/idemkit/kit/idem/sqsconsumer"
+)
+
+func TestMain(m *testing.M) { idemtest.Main(m) }
+
+// TestChain: credits applied with an outgoing message each, their outbox
+// items read from the local table's stream as Lambda hands them over,
+// relayed twice (a stream batch retried) to a standard and a FIFO queue on
+// the local SQS, and consumed by the kit: one ledger entry per credit.
+func TestChain(t *testing.T) {
+	ctx := context.Background()
+	te := idemtest.NewEnv(t)
+	if _, err := te.Client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(te.Processed),
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}}); err != nil {
+		t.Fatalf("enable the stream: %v", err)
+	}
+	srv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	sq := sqs.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: te.Client.Options().Credentials}, func(o *sqs.Options) { o.BaseEndpoint = aws.String(srv.Endpoint) })
+	queues := map[bool]string{}
+	for _, fifo := range []bool{false, true} {
+		in := &sqs.CreateQueueInput{QueueName: aws.String("ledger")}
+		if fifo {
+			in.QueueName, in.Attributes = aws.String("ledger.fifo"), map[string]string{"FifoQueue": "true"}
+		}
+		out, err := sq.CreateQueue(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queues[fifo] = aws.ToString(out.QueueUrl)
+	}
+
+	// 12 credits, each delivered twice, each announcing itself once.
+	quiet := func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) }
+	store, err := idem.New(te.Client, te.Processed, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const credits = 12
+	for n := range credits {
+		for range 2 {
+			_, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("c-", n), Source: "credits"}, func(context.Context, idem.Message) (idem.Effect, error) {
+				w, err := idem.Update(te.Accounts, map[string]string{"account": "acc-1"}, expression.Add(expression.Name("balance"), expression.Value(n)))
+				return idem.Effect{Writes: []types.TransactWriteItem{w}, Messages: []idem.OutgoingMessage{{
+					Destination: queues[n%3 == 0], Type: "credit.applied", Body: fmt.Sprintf(`{"account":"acc-1","cents":%d}`, n),
+				}}}, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	records := readStream(t, te)
+	relay, err := outbox.New(func(o *outbox.Options) { o.SQS = sq })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the batch, and Lambda's retry of it after a lost checkpoint
+		resp, err := relay.Handle(ctx, events.DynamoDBEvent{Records: records})
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("relay: %v, failures %v", err, resp.BatchItemFailures)
+		}
+	}
+
+	// The ledger's consumer: the kit's SQS adapter, keyed by IdempotencyKey.
+	ledger := idemtest.CreateTable(t, te.Client, idemtest.Table{Name: "ledger", HashKey: "entry"})
+	lstore, err := idem.New(te.Client, te.Processed, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consume, err := sqsconsumer.New(lstore, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
+		w, err := idem.Put(ledger, map[string]string{"entry": aws.ToString(rec.MessageAttributes["IdempotencyKey"].StringValue), "body": rec.Body})
+		return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
+	}, func(o *sqsconsumer.Options) { o.Source = "ledger" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := map[string]int{}
+	for fifo, url := range queues {
+		for {
+			out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+				MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"All"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Messages) == 0 {
+				break
+			}
+			var ev events.SQSEvent
+			for _, m := range out.Messages {
+				key := aws.ToString(m.MessageAttributes["IdempotencyKey"].StringValue)
+				received[key]++
+				if fifo && (m.Attributes["MessageDeduplicationId"] != key || m.Attributes["MessageGroupId"] == "") {
+					t.Errorf("FIFO message %s: deduplication id %q, group %q", key, m.Attributes["MessageDeduplicationId"], m.Attributes["MessageGroupId"])
+				}
+				ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body),
+					EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:" + map[bool]string{false: "ledger", true: "ledger.fifo"}[fifo],
+					Attributes:     m.Attributes,
+					MessageAttributes: map[string]events.SQSMessageAttribute{"IdempotencyKey": {DataType: "String", StringValue: aws.String(key)},
+						"Type": {DataType: "String", StringValue: m.MessageAttributes["Type"].StringValue}}})
+				if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			resp, err := consume(ctx, ev)
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("ledger consumer: %v, failures %v", err, resp.BatchItemFailures)
+			}
+		}
+	}
+	for n := range credits {
+		id := idem.OutboxID(fmt.Sprint("credits#c-", n), 0)
+		want := 2 // relayed twice to a standard queue
+		if n%3 == 0 {
+			want = 1 // a FIFO queue deduplicates the second send
+		}
+		if received[id] != want {
+			t.Errorf("credit %d: its message %s was received %d times, want %d", n, id, received[id], want)
+		}
+	}
+	if got := idemtest.ItemCount(t, te.Client, ledger); got != credits {
+		t.Errorf("want %d ledger entries, one per credit, got %d", credits, got)
+	}
+	if got := te.Balance(t, "acc-1"); got != 66 {
+		t.Errorf("balance %d, want 66 (0 + 1 + … + 11)", got)
+	}
+}
+
+// readStream reads the records of te's processed-ids table's stream from
+// its start, in the JSON DynamoDB Streams answers, which is what Lambda
+// hands a function (events.DynamoDBEventRecord).
+func readStream(t *testing.T, te *idemtest.Env) []events.DynamoDBEventRecord {
+	t.Helper()
+	endpoint := aws.ToString(te.Client.Options().BaseEndpoint)
+	call := func(op string, in, out any) {
+		t.Helper()
+		b, _ := json.Marshal(in)
+		req, _ := http.NewRequest(http.MethodPost, endpoint, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Header.Set("X-Amz-Target", "DynamoDBStreams_20120810."+op)
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=x/20261202/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || json.Unmarshal(body, out) != nil {
+			t.Fatalf("%s: %d %s", op, resp.StatusCode, body)
+		}
+	}
+	desc, err := te.Client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(te.Processed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := aws.ToString(desc.Table.LatestStreamArn)
+	var stream struct {
+		StreamDescription struct{ Shards []struct{ ShardId string } }
+	}
+	call("DescribeStream", map[string]string{"StreamArn": arn}, &stream)
+	var records []events.DynamoDBEventRecord
+	for _, sh := range stream.StreamDescription.Shards {
+		var it struct{ ShardIterator *string }
+		call("GetShardIterator", map[string]string{"StreamArn": arn, "ShardId": sh.ShardId, "ShardIteratorType": "TRIM_HORIZON"}, &it)
+		for it.ShardIterator != nil {
+			var page struct {
+				Records           []events.DynamoDBEventRecord
+				NextShardIterator *string
+			}
+			call("GetRecords", map[string]any{"ShardIterator": *it.ShardIterator}, &page)
+			records = append(records, page.Records...)
+			if len(page.Records) == 0 {
+				break
+			}
+			it.ShardIterator = page.NextShardIterator
+		}
+	}
+	if len(records) == 0 {
+		t.Fatal("the stream has no records")
+	}
+	return records
+}

@@ -1,0 +1,98 @@
+package outbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/kit/idem"
+)
+
+// FilterPattern is the event source mapping's filter for an outbox that
+// shares its table with claims: new and replaced outbox items only (a
+// claim, or a TTL deletion, is checkpointed without an invoke).
+const FilterPattern = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{"` + idem.OutboxKindAttr + `":{"S":["` + idem.OutboxKind + `"]}}}}`
+
+// item is an outbox item read from a stream record's new image.
+type item struct {
+	id, destination, typ, body, group, createdAt string
+	attributes                                   map[string]string
+}
+
+// errNotOutbox: the record is not a new outbox item, and has nothing to
+// send.
+var errNotOutbox = errors.New("not an outbox item")
+
+// readItem reads rec's outbox item; errNotOutbox when rec is no insert or
+// replacement of one, another error when it is one the relay cannot read.
+func readItem(rec events.DynamoDBEventRecord) (item, error) {
+	img := rec.Change.NewImage
+	if (rec.EventName != "INSERT" && rec.EventName != "MODIFY") || str(img, idem.OutboxKindAttr) != idem.OutboxKind {
+		return item{}, errNotOutbox
+	}
+	it := item{
+		id: str(img, idem.OutboxIDAttr), destination: str(img, idem.OutboxDestinationAttr), typ: str(img, idem.OutboxTypeAttr),
+		body: str(img, idem.OutboxBodyAttr), group: str(img, idem.OutboxGroupAttr), createdAt: str(img, idem.OutboxCreatedAtAttr),
+	}
+	if v, ok := img[idem.OutboxAttributesAttr]; ok && v.DataType() == events.DataTypeMap {
+		it.attributes = map[string]string{}
+		for k, a := range v.Map() {
+			if a.DataType() != events.DataTypeString {
+				return item{}, fmt.Errorf("outbox item %s: attribute %q is not a string", it.id, k)
+			}
+			it.attributes[k] = a.String()
+		}
+	}
+	switch {
+	case it.id == "" || it.destination == "" || it.body == "":
+		return item{}, fmt.Errorf("outbox item %q lacks its %s, %s or %s (is the stream's view type NEW_IMAGE or NEW_AND_OLD_IMAGES?)",
+			it.id, idem.OutboxIDAttr, idem.OutboxDestinationAttr, idem.OutboxBodyAttr)
+	case isEventBridge(it.destination) && it.typ == "":
+		return item{}, fmt.Errorf("outbox item %s: an EventBridge event needs a type", it.id)
+	}
+	return it, nil
+}
+
+func str(img map[string]events.DynamoDBAttributeValue, name string) string {
+	if v, ok := img[name]; ok && v.DataType() == events.DataTypeString {
+		return v.String()
+	}
+	return ""
+}
+
+const eventBridgePrefix = "eventbridge:"
+
+func isEventBridge(destination string) bool { return strings.HasPrefix(destination, eventBridgePrefix) }
+
+func isFIFO(queueURL string) bool { return strings.HasSuffix(queueURL, ".fifo") }
+
+// groupID is a FIFO message group id SQS takes: the item's own when it
+// is one (at most 128 characters, each printable ASCII), else a digest of
+// it, so that one group stays one group.
+func groupID(g string) string {
+	ok := g != "" && len(g) <= 128
+	for i := 0; ok && i < len(g); i++ {
+		ok = g[i] > ' ' && g[i] < 0x7f
+	}
+	if ok {
+		return g
+	}
+	sum := sha256.Sum256([]byte(g))
+	return "g-" + hex.EncodeToString(sum[:16])
+}
+
+// detail is an EventBridge event's detail: the item's body, a JSON object,
+// with the outbox id added as "idempotencyKey".
+func detail(it item) string {
+	b := strings.TrimSpace(it.body)
+	rest := strings.TrimSpace(b[1:])
+	sep := ","
+	if rest == "}" {
+		sep = ""
+	}
+	return `{"idempotencyKey":"` + it.id + `"` + sep + rest
+}

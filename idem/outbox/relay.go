@@ -1,0 +1,282 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// SQSAPI is the call the relay sends to SQS with. *sqs.Client
+// implements it.
+type SQSAPI interface {
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// EventBridgeAPI is the call the relay puts events with.
+// *eventbridge.Client implements it.
+type EventBridgeAPI interface {
+	PutEvents(ctx context.Context, params *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+}
+
+// Options configure a Relay. Every default is written once, on its field,
+// and applied in New.
+type Options struct {
+	// SQS sends to queues. A message for a queue fails while it is nil.
+	// At least one of SQS and EventBridge is required.
+	SQS SQSAPI
+
+	// EventBridge puts events on buses. A message for a bus fails while
+	// it is nil.
+	EventBridge EventBridgeAPI
+
+	// EventSource is the Source of the events put on EventBridge.
+	// Defaults to "idemkit.outbox".
+	EventSource string
+
+	// DeadlineMargin is the time kept in hand before the Lambda deadline:
+	// no send after the first starts once less remains, and the batch is
+	// answered with the first record not sent. Negative turns it off.
+	// Defaults to 2 seconds.
+	DeadlineMargin time.Duration
+
+	// Logger receives a WARN record for each batch answered with a
+	// failure, and an ERROR record for an outbox item that cannot be
+	// sent as it is. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Relay sends outbox items from a DynamoDB stream.
+type Relay struct{ o Options }
+
+// New returns a Relay.
+func New(optFns ...func(*Options)) (*Relay, error) {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.SQS == nil && o.EventBridge == nil {
+		return nil, errors.New("outbox: New: neither an SQS nor an EventBridge client: Options.SQS or Options.EventBridge is required")
+	}
+	if o.EventSource == "" {
+		o.EventSource = "idemkit.outbox"
+	}
+	if o.DeadlineMargin == 0 {
+		o.DeadlineMargin = 2 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Relay{o: o}, nil
+}
+
+// SendError reports an outbox item its destination did not take.
+type SendError struct {
+	ID          string // the outbox id
+	Destination string
+	Code        string // the service's error code, when it answered one
+	Err         error
+}
+
+func (e *SendError) Error() string {
+	return fmt.Sprintf("outbox: %s to %s: %v", e.ID, e.Destination, e.Err)
+}
+
+func (e *SendError) Unwrap() error { return e.Err }
+
+// Handle sends each new outbox item of ev, in order, batching consecutive
+// items bound for one destination (up to 10 a call), and answers with
+// the first record not sent: Lambda checkpoints the records before it and
+// retries from it, so the items after it are sent again too.
+func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	if i, err := r.relay(ctx, ev.Records); err != nil {
+		rec := ev.Records[i]
+		level := slog.LevelWarn
+		var bad *badItemError
+		if errors.As(err, &bad) {
+			level = slog.LevelError
+		}
+		r.o.Logger.LogAttrs(ctx, level, "outbox: record not sent; the batch is retried from it",
+			slog.String("eventID", rec.EventID), slog.String("sequenceNumber", rec.Change.SequenceNumber), slog.String("error", err.Error()))
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.Change.SequenceNumber})
+	}
+	return resp, nil
+}
+
+// badItemError is a record the relay cannot read as an outbox item: it is
+// failed, so that Lambda's retries end at the on-failure destination.
+type badItemError struct{ err error }
+
+func (e *badItemError) Error() string { return e.err.Error() }
+func (e *badItemError) Unwrap() error { return e.err }
+
+// maxBatchEntries and maxBatchBytes are SendMessageBatch's and PutEvents'
+// limits per call: 10 entries, 256 KiB in all.
+const (
+	maxBatchEntries = 10
+	maxBatchBytes   = 256 << 10
+)
+
+// relay sends recs' items in order; on failure, i is the first record
+// not sent.
+func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (int, error) {
+	type pending struct {
+		i  int // the record's index
+		it item
+	}
+	var chunk []pending
+	size := 0
+	flush := func() (int, error) {
+		if len(chunk) == 0 {
+			return 0, nil
+		}
+		items := make([]item, len(chunk))
+		for k, p := range chunk {
+			items[k] = p.it
+		}
+		first := chunk[0].i
+		if err := r.nearDeadline(ctx, first); err != nil {
+			return first, err
+		}
+		k, err := r.send(ctx, items)
+		if err != nil {
+			return chunk[k].i, err
+		}
+		chunk, size = chunk[:0], 0
+		return 0, nil
+	}
+	for i, rec := range recs {
+		it, err := readItem(rec)
+		if errors.Is(err, errNotOutbox) {
+			continue
+		}
+		if err != nil {
+			if j, ferr := flush(); ferr != nil {
+				return j, ferr
+			}
+			return i, &badItemError{err}
+		}
+		n := len(it.body) + len(it.typ) + 200
+		for k, v := range it.attributes {
+			n += len(k) + len(v)
+		}
+		if len(chunk) > 0 && (chunk[0].it.destination != it.destination || len(chunk) == maxBatchEntries || size+n > maxBatchBytes) {
+			if j, err := flush(); err != nil {
+				return j, err
+			}
+		}
+		chunk = append(chunk, pending{i, it})
+		size += n
+	}
+	return flush()
+}
+
+// nearDeadline stops a send that would start inside the deadline margin,
+// unless it is the batch's first.
+func (r *Relay) nearDeadline(ctx context.Context, i int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && i > 0 && r.o.DeadlineMargin > 0 && time.Until(d) < r.o.DeadlineMargin {
+		return errors.New("outbox: not sent: the deadline is near")
+	}
+	return nil
+}
+
+// send sends items, all bound for one destination, in one call; on
+// failure, k is the first item not sent.
+func (r *Relay) send(ctx context.Context, items []item) (int, error) {
+	if isEventBridge(items[0].destination) {
+		return r.putEvents(ctx, items)
+	}
+	return r.sendMessages(ctx, items)
+}
+
+func (r *Relay) sendMessages(ctx context.Context, items []item) (int, error) {
+	dest := items[0].destination
+	if r.o.SQS == nil {
+		return 0, &SendError{ID: items[0].id, Destination: dest, Err: errors.New("the relay has no SQS client (Options.SQS)")}
+	}
+	entries := make([]sqstypes.SendMessageBatchRequestEntry, len(items))
+	for k, it := range items {
+		attrs := map[string]sqstypes.MessageAttributeValue{"IdempotencyKey": stringAttr(it.id)}
+		if it.typ != "" {
+			attrs["Type"] = stringAttr(it.typ)
+		}
+		for name, v := range it.attributes {
+			attrs[name] = stringAttr(v)
+		}
+		entries[k] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(k)), MessageBody: aws.String(it.body), MessageAttributes: attrs}
+		if isFIFO(dest) {
+			entries[k].MessageDeduplicationId = aws.String(it.id)
+			entries[k].MessageGroupId = aws.String(groupID(it.group))
+		}
+	}
+	out, err := r.o.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
+	if err != nil {
+		return 0, &SendError{ID: items[0].id, Destination: dest, Err: err}
+	}
+	first, code, msg := len(items), "", ""
+	for _, f := range out.Failed {
+		k, err := strconv.Atoi(aws.ToString(f.Id))
+		if err != nil || k < 0 || k >= len(items) {
+			k = 0 // an answer that names no entry we sent: count it against the first
+		}
+		if k < first {
+			first, code, msg = k, aws.ToString(f.Code), aws.ToString(f.Message)
+		}
+	}
+	if first < len(items) {
+		return first, &SendError{ID: items[first].id, Destination: dest, Code: code, Err: fmt.Errorf("SQS did not take it: %s %s", code, msg)}
+	}
+	if n := len(out.Successful); n != len(items) {
+		return 0, &SendError{ID: items[0].id, Destination: dest, Err: fmt.Errorf("SQS answered %d successes for %d entries", n, len(items))}
+	}
+	return 0, nil
+}
+
+func stringAttr(v string) sqstypes.MessageAttributeValue {
+	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+}
+
+func (r *Relay) putEvents(ctx context.Context, items []item) (int, error) {
+	dest := items[0].destination
+	if r.o.EventBridge == nil {
+		return 0, &SendError{ID: items[0].id, Destination: dest, Err: errors.New("the relay has no EventBridge client (Options.EventBridge)")}
+	}
+	bus := dest[len(eventBridgePrefix):]
+	entries := make([]ebtypes.PutEventsRequestEntry, len(items))
+	for k, it := range items {
+		entries[k] = ebtypes.PutEventsRequestEntry{
+			EventBusName: aws.String(bus), Source: aws.String(r.o.EventSource),
+			DetailType: aws.String(it.typ), Detail: aws.String(detail(it)),
+		}
+		if t, err := time.Parse(time.RFC3339Nano, it.createdAt); err == nil {
+			entries[k].Time = &t
+		}
+	}
+	out, err := r.o.EventBridge.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
+	if err != nil {
+		return 0, &SendError{ID: items[0].id, Destination: dest, Err: err}
+	}
+	if len(out.Entries) != len(items) {
+		return 0, &SendError{ID: items[0].id, Destination: dest, Err: fmt.Errorf("EventBridge answered %d entries for %d", len(out.Entries), len(items))}
+	}
+	for k, e := range out.Entries {
+		if e.ErrorCode != nil || e.EventId == nil {
+			code := aws.ToString(e.ErrorCode)
+			return k, &SendError{ID: items[k].id, Destination: dest, Code: code, Err: fmt.Errorf("EventBridge did not take it: %s %s", code, aws.ToString(e.ErrorMessage))}
+		}
+	}
+	return 0, nil
+}

@@ -1,0 +1,221 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/outbox"
+)
+
+// These tests script SQS's and EventBridge's answers, partial failures
+// among them, which no local server gives on demand; chain_test.go runs
+// the relay against the local servers.
+
+const queue = "https://sqs.us-east-1.amazonaws.com/123456789012/ledger"
+
+// fakeSQS records each SendMessageBatch and fails the entries failAt names
+// ("call/entry"), or the whole call when failAt names "call/*".
+type fakeSQS struct {
+	calls  []*sqs.SendMessageBatchInput
+	failAt map[string]bool
+}
+
+func (f *fakeSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	f.calls = append(f.calls, in)
+	call := len(f.calls)
+	if f.failAt[fmt.Sprint(call, "/*")] {
+		return nil, errors.New("connection reset")
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for k, e := range in.Entries {
+		if f.failAt[fmt.Sprint(call, "/", k)] {
+			out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), SenderFault: false})
+			continue
+		}
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String("m")})
+	}
+	return out, nil
+}
+
+type fakeEvents struct {
+	calls  []*eventbridge.PutEventsInput
+	failAt map[string]bool
+}
+
+func (f *fakeEvents) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	f.calls = append(f.calls, in)
+	out := &eventbridge.PutEventsOutput{}
+	for k := range in.Entries {
+		if f.failAt[fmt.Sprint(len(f.calls), "/", k)] {
+			out.Entries = append(out.Entries, ebtypes.PutEventsResultEntry{ErrorCode: aws.String("ThrottlingException")})
+			out.FailedEntryCount++
+			continue
+		}
+		out.Entries = append(out.Entries, ebtypes.PutEventsResultEntry{EventId: aws.String(strconv.Itoa(k))})
+	}
+	return out, nil
+}
+
+// record is a stream record of an outbox item with id n bound for dest.
+func record(n int, dest, body string) events.DynamoDBEventRecord {
+	s := events.NewStringAttribute
+	img := map[string]events.DynamoDBAttributeValue{
+		"pk": s("#outbox#" + strconv.Itoa(n)), idem.OutboxKindAttr: s(idem.OutboxKind), idem.OutboxIDAttr: s(fmt.Sprintf("id-%02d", n)),
+		idem.OutboxDestinationAttr: s(dest), idem.OutboxBodyAttr: s(body), idem.OutboxTypeAttr: s("credit.applied"),
+		idem.OutboxGroupAttr: s("src#msg-" + strconv.Itoa(n/3)), idem.OutboxCreatedAtAttr: s("2026-12-02T01:02:03Z"),
+		idem.OutboxAttributesAttr: events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"account": s("acc-1")}),
+	}
+	return events.DynamoDBEventRecord{EventID: fmt.Sprint("ev-", n), EventName: "INSERT",
+		Change: events.DynamoDBStreamRecord{SequenceNumber: fmt.Sprint(1000 + n), NewImage: img}}
+}
+
+// claimRecord is a stream record of a claim, which the relay passes over.
+func claimRecord(n int) events.DynamoDBEventRecord {
+	return events.DynamoDBEventRecord{EventID: fmt.Sprint("claim-", n), EventName: "INSERT", Change: events.DynamoDBStreamRecord{
+		SequenceNumber: fmt.Sprint(5000 + n), NewImage: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("src#" + strconv.Itoa(n))}}}
+}
+
+func failures(resp events.DynamoDBEventResponse) []string {
+	var ids []string
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+func TestRelay(t *testing.T) {
+	fifo := queue + ".fifo"
+	cases := []struct {
+		name      string
+		records   func() []events.DynamoDBEventRecord
+		sqsFail   []string
+		ebFail    []string
+		noEvents  bool
+		wantCalls []int  // entries per call, SQS and EventBridge in order
+		wantFail  string // the sequence number answered, or ""
+	}{
+		{name: "25 to one queue, claims and a removal between", records: func() []events.DynamoDBEventRecord {
+			var recs []events.DynamoDBEventRecord
+			for n := range 25 {
+				recs = append(recs, record(n, queue, fmt.Sprint(`{"n":`, n, `}`)))
+				if n%7 == 0 {
+					recs = append(recs, claimRecord(n))
+				}
+			}
+			gone := record(99, queue, "x")
+			gone.EventName, gone.Change.OldImage, gone.Change.NewImage = "REMOVE", gone.Change.NewImage, nil
+			return append(recs, gone)
+		}, wantCalls: []int{10, 10, 5}},
+		{name: "destinations alternate", records: func() []events.DynamoDBEventRecord {
+			return []events.DynamoDBEventRecord{record(0, queue, "a"), record(1, queue, "b"), record(2, fifo, "c"), record(3, "eventbridge:bus", `{"a":1}`), record(4, queue, "d")}
+		}, wantCalls: []int{2, 1, 1, 1}},
+		{name: "an entry fails: it and all after it come back", records: func() []events.DynamoDBEventRecord {
+			var recs []events.DynamoDBEventRecord
+			for n := range 15 {
+				recs = append(recs, record(n, queue, "b"))
+			}
+			return recs
+		}, sqsFail: []string{"2/3", "2/1"}, wantCalls: []int{10, 5}, wantFail: "1011"},
+		{name: "the call fails", records: func() []events.DynamoDBEventRecord {
+			return []events.DynamoDBEventRecord{record(0, queue, "a"), record(1, fifo, "b")}
+		}, sqsFail: []string{"2/*"}, wantCalls: []int{1, 1}, wantFail: "1001"},
+		{name: "an event fails", records: func() []events.DynamoDBEventRecord {
+			return []events.DynamoDBEventRecord{record(0, "eventbridge:bus", `{}`), record(1, "eventbridge:bus", `{"a":1}`), record(2, queue, "c")}
+		}, ebFail: []string{"1/1"}, wantCalls: []int{2}, wantFail: "1001"},
+		{name: "no EventBridge client", records: func() []events.DynamoDBEventRecord {
+			return []events.DynamoDBEventRecord{record(0, queue, "a"), record(1, "eventbridge:bus", `{}`)}
+		}, noEvents: true, wantCalls: []int{1}, wantFail: "1001"},
+		{name: "an item that cannot be read", records: func() []events.DynamoDBEventRecord {
+			bad := record(1, queue, "b")
+			delete(bad.Change.NewImage, idem.OutboxDestinationAttr)
+			return []events.DynamoDBEventRecord{record(0, queue, "a"), bad, record(2, queue, "c")}
+		}, wantCalls: []int{1}, wantFail: "1001"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := &fakeSQS{failAt: map[string]bool{}}
+			fe := &fakeEvents{failAt: map[string]bool{}}
+			for _, f := range c.sqsFail {
+				fs.failAt[f] = true
+			}
+			for _, f := range c.ebFail {
+				fe.failAt[f] = true
+			}
+			r, err := outbox.New(func(o *outbox.Options) {
+				o.SQS = fs
+				if !c.noEvents {
+					o.EventBridge = fe
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := c.records()
+			resp, err := r.Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := failures(resp)
+			if want := []string{c.wantFail}; (c.wantFail == "" && len(got) != 0) || (c.wantFail != "" && (len(got) != 1 || got[0] != want[0])) {
+				t.Errorf("failures: want %q, got %q", c.wantFail, got)
+			}
+			var calls []int
+			sent := map[string]bool{}
+			si, ei := 0, 0
+			for range len(fs.calls) + len(fe.calls) {
+				// Calls are checked in the order they were made, by destination.
+				if si < len(fs.calls) {
+					in := fs.calls[si]
+					si++
+					calls = append(calls, len(in.Entries))
+					for _, e := range in.Entries {
+						key := e.MessageAttributes["IdempotencyKey"].StringValue
+						if key == nil || e.MessageAttributes["Type"].StringValue == nil || aws.ToString(e.MessageAttributes["account"].StringValue) != "acc-1" {
+							t.Errorf("entry %s: attributes %v", aws.ToString(e.Id), e.MessageAttributes)
+						}
+						fifo := strings.HasSuffix(aws.ToString(in.QueueUrl), ".fifo")
+						if fifo != (e.MessageDeduplicationId != nil && aws.ToString(e.MessageDeduplicationId) == aws.ToString(key) && aws.ToString(e.MessageGroupId) != "") {
+							t.Errorf("entry %s to %s: deduplication id %v, group %v", aws.ToString(e.Id), aws.ToString(in.QueueUrl), e.MessageDeduplicationId, e.MessageGroupId)
+						}
+						sent[aws.ToString(key)] = true
+					}
+				} else if ei < len(fe.calls) {
+					in := fe.calls[ei]
+					ei++
+					calls = append(calls, len(in.Entries))
+					for _, e := range in.Entries {
+						var d map[string]any
+						if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &d); err != nil || d["idempotencyKey"] == nil {
+							t.Errorf("event detail %s: %v", aws.ToString(e.Detail), err)
+						}
+						if aws.ToString(e.EventBusName) != "bus" || aws.ToString(e.DetailType) != "credit.applied" || aws.ToString(e.Source) != "idemkit.outbox" || e.Time == nil {
+							t.Errorf("event %+v", e)
+						}
+					}
+				}
+			}
+			if fmt.Sprint(calls) != fmt.Sprint(c.wantCalls) {
+				t.Errorf("entries per call: want %v, got %v", c.wantCalls, calls)
+			}
+		})
+	}
+}
+
+func TestNewNeedsAClient(t *testing.T) {
+	if _, err := outbox.New(); err == nil || !strings.Contains(err.Error(), "Options.SQS or Options.EventBridge") {
+		t.Fatalf("want an error naming the options, got %v", err)
+	}
+}
