@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -332,5 +333,29 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 	var re *idem.RetryableError
 	if !errors.As(err, &re) || re.Attempts != 3 {
 		t.Errorf("want a *RetryableError after 3 sends, got %v", err)
+	}
+}
+
+// TestAttemptsCountTheSDKsRetries: a RetryableError's Attempts counts every
+// request the SDK sent, not the kit's calls: with DynamoDB answering 500 to
+// each, the SDK's standard retryer sends the transaction 3 times in one
+// call.
+func TestAttemptsCountTheSDKsRetries(t *testing.T) {
+	e := newEnv(t)
+	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultServerError: 1}, Operations: []string{"TransactWriteItems"}}
+	noWait := func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil }) })
+	}
+	failing, err := idem.New(idemtest.Client(t, faults.Option, noWait), e.processed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = failing.Process(context.Background(), idem.Message{ID: "evt_500", Source: "credits"}, e.creditHandler(nil))
+	var re *idem.RetryableError
+	if !errors.As(err, &re) {
+		t.Fatalf("want a *RetryableError, got %T: %v", err, err)
+	}
+	if re.Attempts != faults.Requests() || re.Attempts < 2 {
+		t.Errorf("Attempts: want the %d requests the SDK sent (more than one), got %d", faults.Requests(), re.Attempts)
 	}
 }
