@@ -28,8 +28,9 @@
 // Wrap makes a Lambda handler of any event type idempotent (EventBridge,
 // SNS, a direct invoke) given a function that reads the event's id; its
 // typed response is stored and replayed to duplicates. The adapters in
-// idem/sqsconsumer and idem/webhook do the same for SQS batches and API
-// Gateway webhooks. ProcessBatch commits many messages in as few
+// idem/sqsconsumer, idem/webhook and idem/stream do the same for SQS
+// batches, API Gateway webhooks and DynamoDB or Kinesis streams.
+// ProcessBatch commits many messages in as few
 // transactions as DynamoDB's limits allow, each message's claim and effect
 // always in one of them.
 //
@@ -39,6 +40,11 @@
 // the handler forwards the lease's key as the service's idempotency key,
 // and the commit applies only while the claim holds the token. While the
 // lease is live, other deliveries make no call (*LeaseHeldError).
+//
+// Messages to other services go in Effect.Messages: each is written as an
+// outbox item in the same transaction, under an id its redeliveries share
+// (OutboxID), and idem/outbox relays it from the table's stream to SQS or
+// EventBridge at least once, for the next consumer to deduplicate.
 //
 // Claim records expire after Options.RetentionDays; DynamoDB TTL deletes them
 // lazily, so the claim treats an expired record that still lingers as absent.

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// An Observer is told of each delivery's outcome, once: when Process or
-// ProcessBatch has settled it, or ReportFailure or ReportRefusal reports
+// An Observer is told of each delivery's outcome, once: when Process,
+// ProcessBatch or ProcessLeased has settled it, or ReportFailure or ReportRefusal reports
 // it. It runs on the delivery's goroutine after the outcome is decided, so
 // it must be quick and safe for concurrent use; a panic in it is logged
 // and changes nothing. The emf package's Writer is one, for CloudWatch

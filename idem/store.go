@@ -9,8 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// TransactWriteAPI is the one DynamoDB call the kit makes. *dynamodb.Client
-// implements it; so can a fake in a CPU benchmark.
+// TransactWriteAPI is the one DynamoDB call the kit makes outside a lease
+// (ProcessLeased also needs UpdateItemAPI). *dynamodb.Client implements
+// it; so can a fake in a CPU benchmark.
 type TransactWriteAPI interface {
 	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
@@ -72,7 +73,8 @@ func (s *Store) Table() string { return s.table }
 // effect's condition failed and Effect.Rejected recorded it). Any error
 // means the delivery must be retried or dead-lettered: *InvalidError,
 // *KeyReuseError, *RejectedError, *HandlerError, *PanicError or
-// *StoreError (nothing committed), *LeaseHeldError (a ProcessLeased
+// *StoreError (nothing committed), *ReplayError (a Duplicate whose
+// Message.Replay failed; nothing applied), *LeaseHeldError (a ProcessLeased
 // delivery of the message is running; nothing done), or *RetryableError
 // (perhaps committed with its answer lost; the retry is then a
 // Duplicate). A pending claim whose lease ended is committed over, in a
