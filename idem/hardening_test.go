@@ -344,7 +344,9 @@ func TestAttemptsCountTheSDKsRetries(t *testing.T) {
 	e := newEnv(t)
 	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultServerError: 1}, Operations: []string{"TransactWriteItems"}}
 	noWait := func(o *dynamodb.Options) {
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil }) })
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+		})
 	}
 	failing, err := idem.New(idemtest.Client(t, faults.Option, noWait), e.processed)
 	if err != nil {
