@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/functions/queue/internal/handler"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
@@ -74,7 +75,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 			if err := json.Unmarshal(readEvent(t, tc.file), &ev); err != nil {
 				t.Fatal(err)
 			}
-			h, err := handler.New(store, e.Accounts, nil)
+			h, err := handler.New(store, credit.Applier{AccountsTable: e.Accounts})
 			if err != nil {
 				t.Fatal(err)
 			}

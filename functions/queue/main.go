@@ -27,7 +27,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := handler.New(store, env.AccountsTable, credit.NewReceipts(env)) // RECEIPTS_URL unset: nil, no receipts
+	h, err := handler.New(store, credit.NewApplier(env)) // RECEIPTS_URL, LEDGER_QUEUE_URL unset: no receipts, no ledger
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/functions/webhook/internal/routes"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
@@ -77,7 +78,7 @@ func TestEventsInvokeTheFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux, err := routes.New(context.Background(), store, e.Accounts, secrets.Env{Getenv: func(k string) string { return testEnv[k] }}, nil)
+	mux, err := routes.New(context.Background(), store, secrets.Env{Getenv: func(k string) string { return testEnv[k] }}, credit.Applier{AccountsTable: e.Accounts})
 	if err != nil {
 		t.Fatal(err)
 	}

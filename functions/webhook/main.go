@@ -32,10 +32,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	mux, err := routes.New(ctx, store, env.AccountsTable, secrets.Env{
+	mux, err := routes.New(ctx, store, secrets.Env{
 		Parameters: ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "SSM") }),
 		Secrets:    secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = awsenv.Endpoint(nil, "SECRETS_MANAGER") }),
-	}, credit.NewReceipts(env)) // RECEIPTS_URL unset: nil, no receipts
+	}, credit.NewApplier(env)) // RECEIPTS_URL, LEDGER_QUEUE_URL unset: no receipts, no ledger
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -66,6 +66,9 @@ func TestLoadEnv(t *testing.T) {
 		{"receipts", map[string]string{"RECEIPTS_URL": "http://127.0.0.1:3002/receipts"}, 0, ""},
 		{"receipts not a URL", map[string]string{"RECEIPTS_URL": "127.0.0.1:3002"}, 0, "RECEIPTS_URL"},
 		{"receipts over ftp", map[string]string{"RECEIPTS_URL": "ftp://example.com/r"}, 0, "http:// or https://"},
+		{"ledger", map[string]string{"LEDGER_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/LedgerQueue"}, 0, ""},
+		{"ledger not a URL", map[string]string{"LEDGER_QUEUE_URL": "LedgerQueue"}, 0, "LEDGER_QUEUE_URL"},
+		{"ledger an ARN", map[string]string{"LEDGER_QUEUE_URL": "arn:aws:sqs:eu-west-1:123456789012:LedgerQueue"}, 0, "LEDGER_QUEUE_URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{}
@@ -82,8 +85,8 @@ func TestLoadEnv(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got.RetentionDays != tc.days || got.ReceiptsURL != env["RECEIPTS_URL"] {
-				t.Fatalf("expect %d days and RECEIPTS_URL %q, got %+v, %v", tc.days, env["RECEIPTS_URL"], got, err)
+			if err != nil || got.RetentionDays != tc.days || got.ReceiptsURL != env["RECEIPTS_URL"] || got.LedgerQueueURL != env["LEDGER_QUEUE_URL"] {
+				t.Fatalf("expect %d days, RECEIPTS_URL %q and LEDGER_QUEUE_URL %q, got %+v, %v", tc.days, env["RECEIPTS_URL"], env["LEDGER_QUEUE_URL"], got, err)
 			}
 		})
 	}

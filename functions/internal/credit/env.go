@@ -2,6 +2,7 @@ package credit
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +18,10 @@ type Env struct {
 	// ReceiptsURL is RECEIPTS_URL: the receipts service each credit first
 	// obtains a receipt from (Receipts), or "" for none.
 	ReceiptsURL string
+	// LedgerQueueURL is LEDGER_QUEUE_URL: the SQS queue each applied credit
+	// is announced on, as a credit.applied message sent through the outbox
+	// (Applier), or "" for none.
+	LedgerQueueURL string
 }
 
 // LoadEnv reads the environment; a missing or malformed variable is an
@@ -36,18 +41,46 @@ func LoadEnv(getenv func(string) string) (Env, error) {
 	if len(missing) > 0 {
 		return Env{}, fmt.Errorf("missing environment variable(s): %s", strings.Join(missing, ", "))
 	}
-	if v := getenv("RETENTION_DAYS"); v != "" {
-		days, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || days < 1 {
-			return Env{}, fmt.Errorf("RETENTION_DAYS=%q: must be a whole number of days, at least 1", v)
-		}
-		e.RetentionDays = days
+	days, err := RetentionDays(getenv)
+	if err != nil {
+		return Env{}, err
 	}
-	if v := strings.TrimSpace(getenv("RECEIPTS_URL")); v != "" {
-		if err := checkReceiptsURL(v); err != nil {
+	e.RetentionDays = days
+	for _, v := range []struct {
+		name string
+		dst  *string
+	}{{"RECEIPTS_URL", &e.ReceiptsURL}, {"LEDGER_QUEUE_URL", &e.LedgerQueueURL}} {
+		if *v.dst, err = httpURL(getenv, v.name); err != nil {
 			return Env{}, err
 		}
-		e.ReceiptsURL = v
 	}
 	return e, nil
+}
+
+// RetentionDays reads RETENTION_DAYS: a whole number of days ≥ 1, or 0
+// when unset (the kit's default applies).
+func RetentionDays(getenv func(string) string) (int, error) {
+	v := getenv("RETENTION_DAYS")
+	if v == "" {
+		return 0, nil
+	}
+	days, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || days < 1 {
+		return 0, fmt.Errorf("RETENTION_DAYS=%q: must be a whole number of days, at least 1", v)
+	}
+	return days, nil
+}
+
+// httpURL reads the variable name, an absolute http or https URL, or ""
+// when it is unset or blank.
+func httpURL(getenv func(string) string, name string) (string, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return "", nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s=%q: must be an absolute http:// or https:// URL", name, v)
+	}
+	return v, nil
 }

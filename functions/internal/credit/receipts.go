@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -134,13 +133,4 @@ func ReceiptKey(claimKey string) string {
 	}
 	sum := sha256.Sum256([]byte(claimKey))
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// checkReceiptsURL accepts an absolute http or https URL.
-func checkReceiptsURL(v string) error {
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("RECEIPTS_URL=%q: must be an absolute http:// or https:// URL", v)
-	}
-	return nil
 }

@@ -41,7 +41,7 @@ func FuzzRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h, err := handler.New(store, "accounts", nil)
+	h, err := handler.New(store, credit.Applier{AccountsTable: "accounts"})
 	if err != nil {
 		f.Fatal(err)
 	}

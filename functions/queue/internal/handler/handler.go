@@ -6,7 +6,6 @@ import (
 	"context"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/idem"
@@ -15,24 +14,24 @@ import (
 
 // New returns the queue function's batch handler: each record's body is
 // parsed with credit.Parse (a malformed body fails the record, and the
-// reason is logged) and credits its account in accountsTable. Its error is
+// reason is logged) and applied by a (credit.Applier.Effect: its account
+// credited, and with a ledger queue the credit announced). Its error is
 // sqsconsumer.New's. It is not an sqsconsumer.JSONHandler: the credit's
 // rules (a positive whole number of cents that fits in 64 bits, a
 // non-empty account) are more than encoding/json checks, and the webhook
 // function applies the same ones.
 //
-// With receipts set, each credit first obtains a receipt (credit.Apply)
+// With a.Receipts set, each credit first obtains a receipt (credit.Apply)
 // under the kit's lease: a record whose credit is in flight elsewhere is
 // failed, to come back after the visibility timeout.
-func New(store *idem.Store, accountsTable string, receipts *credit.Receipts) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+func New(store *idem.Store, a credit.Applier) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	return sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		c, err := credit.Parse([]byte(rec.Body))
 		if err != nil {
 			return idem.Effect{}, err
 		}
-		w, err := credit.Apply(ctx, accountsTable, c, receipts)
-		return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
-	}, func(o *sqsconsumer.Options) { o.Key, o.Lease = Key, receipts.Lease() })
+		return a.Effect(ctx, c)
+	}, func(o *sqsconsumer.Options) { o.Key, o.Lease = Key, a.Lease() })
 }
 
 // Key is the first of: the message attribute IdempotencyKey, a FIFO

@@ -24,8 +24,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/webhook"
@@ -34,10 +32,11 @@ import (
 
 // New returns the function's routes. Secrets are read through env from
 // WEBHOOK_SECRET and STRIPE_WEBHOOK_SECRET, or their _PARAMETER and _ID
-// forms; the Stripe secret is required. With receipts set, each credit
-// first obtains a receipt (credit.Apply) under the kit's lease: a delivery
-// whose key is in flight is answered 409 with Retry-After.
-func New(ctx context.Context, store *idem.Store, accounts string, env secrets.Env, receipts *credit.Receipts) (webhook.Mux, error) {
+// forms; the Stripe secret is required. Each credit is applied by a
+// (credit.Applier.Effect). With a.Receipts set, each credit first obtains
+// a receipt (credit.Apply) under the kit's lease: a delivery whose key is
+// in flight is answered 409 with Retry-After.
+func New(ctx context.Context, store *idem.Store, env secrets.Env, a credit.Applier) (webhook.Mux, error) {
 	generic, err := env.Load(ctx, "WEBHOOK_SECRET")
 	if err != nil {
 		return nil, err
@@ -49,9 +48,9 @@ func New(ctx context.Context, store *idem.Store, accounts string, env secrets.En
 	if len(stripe) == 0 {
 		return nil, errors.New("set STRIPE_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET_PARAMETER or STRIPE_WEBHOOK_SECRET_ID: Stripe deliveries must be verified")
 	}
-	credits, err := webhook.New(store, Credits(accounts, receipts), func(o *webhook.Options) {
+	credits, err := webhook.New(store, Credits(a), func(o *webhook.Options) {
 		o.Source = "credits"
-		o.Lease = receipts.Lease()
+		o.Lease = a.Lease()
 		o.Key = webhook.IdempotencyKey("id")
 		if len(generic) > 0 {
 			o.Verifier = &webhook.HMACVerifier{Secrets: generic}
@@ -60,29 +59,29 @@ func New(ctx context.Context, store *idem.Store, accounts string, env secrets.En
 	if err != nil {
 		return nil, err
 	}
-	payments, err := webhook.New(store, Stripe(accounts, receipts), webhook.Stripe(stripe...), func(o *webhook.Options) { o.Lease = receipts.Lease() })
+	payments, err := webhook.New(store, Stripe(a), webhook.Stripe(stripe...), func(o *webhook.Options) { o.Lease = a.Lease() })
 	if err != nil {
 		return nil, err
 	}
 	return webhook.Mux{"POST /webhooks/credits": credits, "POST /webhooks/stripe": payments}, nil
 }
 
-// Credits applies a credit message to the accounts table. It reads the
+// Credits applies a credit message with a. It reads the
 // body with credit.Parse rather than webhook.JSONHandler: the credit's
 // rules (a positive whole number of cents that fits in 64 bits, a
 // non-empty account) are more than encoding/json checks, and the queue
 // function applies the same ones.
-func Credits(accounts string, receipts *credit.Receipts) webhook.Handler {
+func Credits(a credit.Applier) webhook.Handler {
 	return func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		c, err := credit.Parse(req.Body)
 		if err != nil {
 			return webhook.Response{}, idem.Effect{}, webhook.BadRequest(err)
 		}
-		w, err := credit.Apply(ctx, accounts, c, receipts)
+		eff, err := a.Effect(ctx, c)
 		if err != nil {
 			return webhook.Response{}, idem.Effect{}, err
 		}
-		return answer("processed", req.Key, w)
+		return answer("processed", req.Key, eff)
 	}
 }
 
@@ -95,22 +94,22 @@ type stripeEvent struct {
 }
 
 // Stripe credits a payment_intent.succeeded to the account in the
-// PaymentIntent's metadata, and acknowledges any other event.
-func Stripe(accounts string, receipts *credit.Receipts) webhook.Handler {
+// PaymentIntent's metadata with a, and acknowledges any other event.
+func Stripe(a credit.Applier) webhook.Handler {
 	return webhook.JSONHandler(func(ctx context.Context, evt stripeEvent, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		if evt.Type != "payment_intent.succeeded" {
-			return answer("acknowledged", req.Key)
+			return answer("acknowledged", req.Key, idem.Effect{})
 		}
 		c, err := paymentCredit(evt.Data.Object)
 		if err != nil {
 			return webhook.Response{}, idem.Effect{}, webhook.BadRequest(err)
 		}
 		c.ID = req.Key
-		w, err := credit.Apply(ctx, accounts, c, receipts)
+		eff, err := a.Effect(ctx, c)
 		if err != nil {
 			return webhook.Response{}, idem.Effect{}, err
 		}
-		return answer("processed", req.Key, w)
+		return answer("processed", req.Key, eff)
 	})
 }
 
@@ -135,11 +134,11 @@ func paymentCredit(object json.RawMessage) (credit.Credit, error) {
 	return credit.Credit{Account: account, Cents: n}, nil
 }
 
-// answer is 200 {"status": …, "id": "<key>"} and the writes.
-func answer(status, key string, writes ...types.TransactWriteItem) (webhook.Response, idem.Effect, error) {
+// answer is 200 {"status": …, "id": "<key>"} and the effect.
+func answer(status, key string, eff idem.Effect) (webhook.Response, idem.Effect, error) {
 	resp, err := webhook.JSON(200, struct {
 		Status string `json:"status"`
 		ID     string `json:"id"`
 	}{status, key})
-	return resp, idem.Effect{Writes: writes}, err
+	return resp, eff, err
 }

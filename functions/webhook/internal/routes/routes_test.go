@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/functions/webhook/internal/routes"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
@@ -33,6 +34,12 @@ type fn struct {
 
 func newFn(t *testing.T, env map[string]string) *fn {
 	t.Helper()
+	return newFnLedger(t, env, "")
+}
+
+// newFnLedger is newFn with LEDGER_QUEUE_URL set to ledger.
+func newFnLedger(t *testing.T, env map[string]string, ledger string) *fn {
+	t.Helper()
 	f := &fn{Env: idemtest.NewEnv(t)}
 	store, err := idem.New(f.Client, f.Processed, func(o *idem.Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -40,7 +47,7 @@ func newFn(t *testing.T, env map[string]string) *fn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mux, err = routes.New(context.Background(), store, f.Accounts, secrets.Env{Getenv: func(k string) string { return env[k] }}, nil)
+	f.mux, err = routes.New(context.Background(), store, secrets.Env{Getenv: func(k string) string { return env[k] }}, credit.Applier{AccountsTable: f.Accounts, LedgerQueueURL: ledger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +208,7 @@ func TestStripe(t *testing.T) {
 
 func TestNewNeedsTheStripeSecret(t *testing.T) {
 	for _, env := range []map[string]string{{}, {"WEBHOOK_SECRET": genericSecret}, {"STRIPE_WEBHOOK_SECRET": " , "}} {
-		_, err := routes.New(context.Background(), nil, "accounts", secrets.Env{Getenv: func(k string) string { return env[k] }}, nil)
+		_, err := routes.New(context.Background(), nil, secrets.Env{Getenv: func(k string) string { return env[k] }}, credit.Applier{AccountsTable: "accounts"})
 		if err == nil || !strings.Contains(err.Error(), "STRIPE_WEBHOOK_SECRET") {
 			t.Errorf("%v: expect an error naming STRIPE_WEBHOOK_SECRET, got %v", env, err)
 		}

@@ -1,0 +1,90 @@
+package credit_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/functions/internal/credit"
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+)
+
+// outboxItems reads the outbox items of the processed-ids table.
+func outboxItems(t *testing.T, client *dynamodb.Client, table string) []map[string]types.AttributeValue {
+	t.Helper()
+	filter, err := expression.NewBuilder().WithFilter(expression.Name(idem.OutboxKindAttr).Equal(expression.Value(idem.OutboxKind))).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), FilterExpression: filter.Filter(),
+		ExpressionAttributeNames: filter.Names(), ExpressionAttributeValues: filter.Values(), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Items
+}
+
+func str(item map[string]types.AttributeValue, name string) string {
+	s, _ := item[name].(*types.AttributeValueMemberS)
+	if s == nil {
+		return ""
+	}
+	return s.Value
+}
+
+// TestApplierAnnouncesOnTheLedger: with a ledger queue, a credit delivered
+// three times writes one outbox item, the credit.applied message under the
+// claim's outbox id; without one, none.
+func TestApplierAnnouncesOnTheLedger(t *testing.T) {
+	const queue = "http://127.0.0.1:9324/000000000000/LedgerQueue"
+	for _, tc := range []struct {
+		name, ledger string
+		want         int
+	}{
+		{"with LEDGER_QUEUE_URL", queue, 1},
+		{"without", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := idemtest.NewEnv(t)
+			store, err := idem.New(env.Client, env.Processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := credit.Applier{AccountsTable: env.Accounts, LedgerQueueURL: tc.ledger}
+			c := credit.Credit{ID: "evt_001", Account: "acc-9", Cents: 500}
+			for range 3 {
+				if _, err := store.Process(context.Background(), idem.Message{ID: "key-1", Source: "credits", Payload: []byte("{}")},
+					func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return a.Effect(ctx, c) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := env.Balance(t, "acc-9"); got != 500 {
+				t.Errorf("balance: expect 500, got %d", got)
+			}
+			items := outboxItems(t, env.Client, env.Processed)
+			if len(items) != tc.want {
+				t.Fatalf("expect %d outbox item(s), got %d: %v", tc.want, len(items), items)
+			}
+			if tc.want == 0 {
+				return
+			}
+			for name, want := range map[string]string{
+				idem.OutboxIDAttr:          idem.OutboxID("credits#key-1", 0),
+				idem.OutboxDestinationAttr: queue,
+				idem.OutboxTypeAttr:        "credit.applied",
+				// The id is the message's, the key the delivery was claimed under.
+				idem.OutboxBodyAttr: `{"account":"acc-9","cents":500,"id":"key-1"}`,
+			} {
+				if got := str(items[0], name); got != want {
+					t.Errorf("outbox item's %s: expect %q, got %q", name, want, got)
+				}
+			}
+		})
+	}
+}
