@@ -1,19 +1,15 @@
 package outbox_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -34,10 +30,7 @@ func TestMain(m *testing.M) { idemtest.Main(m) }
 func TestChain(t *testing.T) {
 	ctx := context.Background()
 	te := idemtest.NewEnv(t)
-	if _, err := te.Client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(te.Processed),
-		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}}); err != nil {
-		t.Fatalf("enable the stream: %v", err)
-	}
+	idemtest.EnableStream(t, te.Client, te.Processed)
 	srv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +71,7 @@ func TestChain(t *testing.T) {
 		}
 	}
 
-	records := readStream(t, te)
+	records := idemtest.StreamRecords(t, te.Client, te.Processed)
 	relay, err := outbox.New(func(o *outbox.Options) { o.SQS = sq })
 	if err != nil {
 		t.Fatal(err)
@@ -152,59 +145,4 @@ func TestChain(t *testing.T) {
 	if got := te.Balance(t, "acc-1"); got != 66 {
 		t.Errorf("balance %d, want 66 (0 + 1 + … + 11)", got)
 	}
-}
-
-// readStream reads the records of te's processed-ids table's stream from
-// its start, in the JSON DynamoDB Streams answers, which is what Lambda
-// hands a function (events.DynamoDBEventRecord).
-func readStream(t *testing.T, te *idemtest.Env) []events.DynamoDBEventRecord {
-	t.Helper()
-	endpoint := aws.ToString(te.Client.Options().BaseEndpoint)
-	call := func(op string, in, out any) {
-		t.Helper()
-		b, _ := json.Marshal(in)
-		req, _ := http.NewRequest(http.MethodPost, endpoint, bytes.NewReader(b))
-		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-		req.Header.Set("X-Amz-Target", "DynamoDBStreams_20120810."+op)
-		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=x/20261202/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 || json.Unmarshal(body, out) != nil {
-			t.Fatalf("%s: %d %s", op, resp.StatusCode, body)
-		}
-	}
-	desc, err := te.Client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(te.Processed)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arn := aws.ToString(desc.Table.LatestStreamArn)
-	var stream struct {
-		StreamDescription struct{ Shards []struct{ ShardId string } }
-	}
-	call("DescribeStream", map[string]string{"StreamArn": arn}, &stream)
-	var records []events.DynamoDBEventRecord
-	for _, sh := range stream.StreamDescription.Shards {
-		var it struct{ ShardIterator *string }
-		call("GetShardIterator", map[string]string{"StreamArn": arn, "ShardId": sh.ShardId, "ShardIteratorType": "TRIM_HORIZON"}, &it)
-		for it.ShardIterator != nil {
-			var page struct {
-				Records           []events.DynamoDBEventRecord
-				NextShardIterator *string
-			}
-			call("GetRecords", map[string]any{"ShardIterator": *it.ShardIterator}, &page)
-			records = append(records, page.Records...)
-			if len(page.Records) == 0 {
-				break
-			}
-			it.ShardIterator = page.NextShardIterator
-		}
-	}
-	if len(records) == 0 {
-		t.Fatal("the stream has no records")
-	}
-	return records
 }

@@ -1,0 +1,111 @@
+package idemtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// StreamRecords reads every record of table's DynamoDB stream, each shard
+// from its start, as Lambda hands them to a function
+// (events.DynamoDBEventRecord: the JSON DynamoDB Streams answers), for a
+// test of a stream consumer such as idem/outbox's relay. The stream is
+// read from client's endpoint, where the kit's local server serves it.
+func StreamRecords(tb testing.TB, client *dynamodb.Client, table string) []events.DynamoDBEventRecord {
+	tb.Helper()
+	recs, err := streamRecords(context.Background(), client, table)
+	if err != nil {
+		tb.Fatalf("idemtest: the stream of %s: %v", table, err)
+	}
+	return recs
+}
+
+func streamRecords(ctx context.Context, client *dynamodb.Client, table string) ([]events.DynamoDBEventRecord, error) {
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, err
+	}
+	arn := aws.ToString(desc.Table.LatestStreamArn)
+	if arn == "" {
+		return nil, fmt.Errorf("the table has no stream")
+	}
+	endpoint := aws.ToString(client.Options().BaseEndpoint)
+	var stream struct {
+		StreamDescription struct{ Shards []struct{ ShardId string } }
+	}
+	if err := streamsCall(ctx, endpoint, "DescribeStream", map[string]string{"StreamArn": arn}, &stream); err != nil {
+		return nil, err
+	}
+	var records []events.DynamoDBEventRecord
+	for _, sh := range stream.StreamDescription.Shards {
+		var it struct{ ShardIterator *string }
+		if err := streamsCall(ctx, endpoint, "GetShardIterator", map[string]string{"StreamArn": arn, "ShardId": sh.ShardId, "ShardIteratorType": "TRIM_HORIZON"}, &it); err != nil {
+			return nil, err
+		}
+		for it.ShardIterator != nil {
+			var page struct {
+				Records           []events.DynamoDBEventRecord
+				NextShardIterator *string
+			}
+			if err := streamsCall(ctx, endpoint, "GetRecords", map[string]any{"ShardIterator": *it.ShardIterator}, &page); err != nil {
+				return nil, err
+			}
+			records = append(records, page.Records...)
+			if len(page.Records) == 0 {
+				break
+			}
+			it.ShardIterator = page.NextShardIterator
+		}
+	}
+	return records, nil
+}
+
+// streamsCall is one DynamoDB Streams call, its answer decoded straight
+// into aws-lambda-go's types (the SDK's dynamodbstreams types are not
+// Lambda's). The local server checks no signature.
+func streamsCall(ctx context.Context, endpoint, op string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "DynamoDBStreams_20120810."+op)
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %d %s", op, resp.StatusCode, body)
+	}
+	return json.Unmarshal(body, out)
+}
+
+// EnableStream turns on table's stream with the NEW_IMAGE view, as an
+// outbox's relay reads it.
+func EnableStream(tb testing.TB, client *dynamodb.Client, table string) {
+	tb.Helper()
+	_, err := client.UpdateTable(context.Background(), &dynamodb.UpdateTableInput{TableName: aws.String(table),
+		StreamSpecification: &dtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: dtypes.StreamViewTypeNewImage}})
+	if err != nil {
+		tb.Fatalf("idemtest: enable the stream of %s: %v", table, err)
+	}
+}
