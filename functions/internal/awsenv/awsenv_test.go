@@ -73,3 +73,27 @@ func TestConfigSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("want an error naming the variables, got %v", err)
 	}
 }
+
+// TestEndpointSQS: the relay's SQS client reads AWS_ENDPOINT_URL_SQS, else
+// AWS_ENDPOINT_URL; an empty value is no value.
+func TestEndpointSQS(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string // "" for nil, AWS's own
+	}{
+		{"unset", nil, ""},
+		{"empty", map[string]string{"AWS_ENDPOINT_URL_SQS": ""}, ""},
+		{"set", map[string]string{"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9324"}, "http://127.0.0.1:9324"},
+		{"empty service, global set", map[string]string{"AWS_ENDPOINT_URL_SQS": "", "AWS_ENDPOINT_URL": "http://127.0.0.1:4566"}, "http://127.0.0.1:4566"},
+		{"service over global", map[string]string{"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9324", "AWS_ENDPOINT_URL": "http://127.0.0.1:4566"}, "http://127.0.0.1:9324"},
+		{"another service's", map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := aws.ToString(awsenv.Endpoint(func(k string) string { return tc.env[k] }, "SQS"))
+			if got != tc.want {
+				t.Errorf("expect %q, got %q", tc.want, got)
+			}
+		})
+	}
+}
