@@ -32,6 +32,11 @@ type Table struct {
 	Input *dynamodb.CreateTableInput
 	// TTLAttribute is the attribute TTL was enabled on, or "".
 	TTLAttribute string
+	// StreamARN is the table's latest stream (its StreamArn), or "" when
+	// the template gives it no StreamSpecification; StreamViewType is the
+	// stream's view type.
+	StreamARN      string
+	StreamViewType string
 }
 
 // Queue is an SQS queue the stack created for a template resource.
@@ -227,6 +232,9 @@ func (p *provisioner) createTable(ctx context.Context, res Resource) (*ResourceV
 	switch {
 	case errors.As(err, &inUse):
 		p.logf("table %s exists already: kept as it is", name)
+		if err := p.enableStream(ctx, in); err != nil {
+			return nil, err
+		}
 	case err != nil:
 		return nil, fmt.Errorf("create table %s: %w", name, err)
 	default:
@@ -258,11 +266,40 @@ func (p *provisioner) createTable(ctx context.Context, res Resource) (*ResourceV
 		return nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	v := &ResourceValue{Ref: name, Attrs: map[string]string{"Arn": aws.ToString(desc.Table.TableArn)}}
+	tb := &Table{LogicalID: res.LogicalID, Name: name, ARN: v.Attrs["Arn"], Input: in, TTLAttribute: ttl}
 	if desc.Table.LatestStreamArn != nil {
 		v.Attrs["StreamArn"] = *desc.Table.LatestStreamArn
+		tb.StreamARN = v.Attrs["StreamArn"]
+		if ss := desc.Table.StreamSpecification; ss != nil {
+			tb.StreamViewType = string(ss.StreamViewType)
+		}
 	}
-	p.Tables[res.LogicalID] = &Table{LogicalID: res.LogicalID, Name: name, ARN: v.Attrs["Arn"], Input: in, TTLAttribute: ttl}
+	p.Tables[res.LogicalID] = tb
 	return v, nil
+}
+
+// enableStream turns on the stream the template asks for on a table that
+// exists already without one (made by an earlier run of an older
+// template), so that its StreamArn resolves.
+func (p *provisioner) enableStream(ctx context.Context, in *dynamodb.CreateTableInput) error {
+	if in.StreamSpecification == nil {
+		return nil
+	}
+	desc, err := p.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", *in.TableName, err)
+	}
+	if ss := desc.Table.StreamSpecification; ss != nil && aws.ToBool(ss.StreamEnabled) {
+		if ss.StreamViewType != in.StreamSpecification.StreamViewType {
+			p.logf("table %s: its stream shows %s, the template asks for %s: kept as it is", *in.TableName, ss.StreamViewType, in.StreamSpecification.StreamViewType)
+		}
+		return nil
+	}
+	if _, err := p.ddb.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: in.TableName, StreamSpecification: in.StreamSpecification}); err != nil {
+		return fmt.Errorf("enable the stream of %s: %w", *in.TableName, err)
+	}
+	p.logf("table %s: stream enabled (%s)", *in.TableName, in.StreamSpecification.StreamViewType)
+	return nil
 }
 
 // tableInput reads a table's CreateTableInput from its template
@@ -342,6 +379,9 @@ func tableInput(typ string, props map[string]any) (in *dynamodb.CreateTableInput
 		})
 	}
 	if ss := mapOf(props["StreamSpecification"]); len(ss) > 0 {
+		if scalarString(ss["StreamViewType"]) == "" {
+			return nil, "", false, fmt.Errorf("StreamSpecification: StreamViewType is required")
+		}
 		in.StreamSpecification = &ddbtypes.StreamSpecification{
 			StreamEnabled:  aws.Bool(true),
 			StreamViewType: ddbtypes.StreamViewType(scalarString(ss["StreamViewType"])),
