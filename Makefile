@@ -16,7 +16,7 @@ LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO)
 # Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4'.
 LOCAL_FLAGS ?=
 
-.PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-WebhookFunction
+.PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-WebhookFunction build-LedgerFunction build-RelayFunction
 
 build-QueueFunction:
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-QueueFunction ARTIFACTS_DIR=out))
@@ -25,6 +25,14 @@ build-QueueFunction:
 build-WebhookFunction:
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-WebhookFunction ARTIFACTS_DIR=out))
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/webhook
+
+build-LedgerFunction:
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-LedgerFunction ARTIFACTS_DIR=out))
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/ledger
+
+build-RelayFunction:
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-RelayFunction ARTIFACTS_DIR=out))
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/relay
 
 # moto is the local DynamoDB- and SQS-compatible server the tests run against
 # (through idem/internal/localdynamo). Installed when missing.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/idemkit/kit/idem/outbox"
 )
 
 // TestRepositoryTemplate checks what template.yaml promises beyond what
@@ -109,25 +111,20 @@ func TestRepositoryTemplate(t *testing.T) {
 			}
 		})
 	}
-	// A function that calls a receipts service runs under the lease, which
-	// takes and releases its claim with UpdateItem on the claims table.
+	// A function that applies credits (UpdateItem on AccountsTable) and so
+	// may call a receipts service runs under the lease, which takes and
+	// releases its claim with UpdateItem on the claims table.
 	for _, id := range tmpl.OfType(typeFunction) {
-		getAtt := func(v any) string {
-			l := listOf(mapOf(v)["Fn::GetAtt"])
-			if len(l) == 0 {
-				return ""
-			}
-			s, _ := l[0].(string)
-			return s
-		}
-		rid := getAtt(tmpl.Resources[id].Properties["Role"])
-		granted := false
+		rid, _ := getAtt(tmpl.Resources[id].Properties["Role"])
+		granted, credits := false, false
 		walkStatements(tmpl.Resources[rid].Properties["Policies"], func(st map[string]any) {
-			if getAtt(st["Resource"]) == "ProcessedTable" && slices.Contains(listOf(st["Action"]), any("dynamodb:UpdateItem")) {
-				granted = true
+			table, _ := getAtt(st["Resource"])
+			if slices.Contains(listOf(st["Action"]), any("dynamodb:UpdateItem")) {
+				granted = granted || table == "ProcessedTable"
+				credits = credits || table == "AccountsTable"
 			}
 		})
-		if !granted {
+		if credits && !granted {
 			t.Errorf("%s: its role %s grants no dynamodb:UpdateItem on ProcessedTable, which the lease needs when RECEIPTS_URL is set", id, rid)
 		}
 	}
@@ -193,6 +190,141 @@ func TestEnvVarsFile(t *testing.T) {
 	}
 }
 
+// TestRepositoryTemplateOutbox checks the outbox's path through the
+// template: the claims table's stream, the relay's event source mapping
+// (Lambda's advice for streams, and the kit's filter), its role scoped to
+// that stream and its destinations, and each queue a function announces
+// on (LEDGER_QUEUE_URL) relayed and consumed.
+func TestRepositoryTemplateOutbox(t *testing.T) {
+	tmpl, err := ReadTemplate("../../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sends := map[string]bool{} // queues a stream function's role may send to
+	var relays []string
+	for _, id := range tmpl.OfType(typeFunction) {
+		p := tmpl.FunctionProperties(id)
+		rid, _ := getAtt(p["Role"])
+		for name, e := range mapOf(p["Events"]) {
+			em := mapOf(e)
+			if em["Type"] != "DynamoDB" {
+				continue
+			}
+			relays = append(relays, id)
+			props := mapOf(em["Properties"])
+			where := id + "." + name
+			table, attr := getAtt(props["Stream"])
+			if attr != "StreamArn" || tmpl.Resources[table].Type != typeTable {
+				t.Fatalf("%s: want Stream: !GetAtt <table>.StreamArn, got %v", where, props["Stream"])
+			}
+			if v := mapOf(tmpl.Resources[table].Properties["StreamSpecification"])["StreamViewType"]; v != "NEW_IMAGE" && v != "NEW_AND_OLD_IMAGES" {
+				t.Errorf("%s: want a StreamViewType with the new image, which the relay sends, got %v", table, v)
+			}
+			if props["StartingPosition"] != "TRIM_HORIZON" {
+				t.Errorf("%s: want StartingPosition TRIM_HORIZON, so that no item written before the mapping is missed, got %v", where, props["StartingPosition"])
+			}
+			if !slices.Contains(listOf(props["FunctionResponseTypes"]), any("ReportBatchItemFailures")) {
+				t.Errorf("%s: want FunctionResponseTypes [ReportBatchItemFailures]: the relay answers with the first record not sent", where)
+			}
+			if !isTrue(props["BisectBatchOnFunctionError"]) {
+				t.Errorf("%s: want BisectBatchOnFunctionError true", where)
+			}
+			if n, ok := number(props["MaximumRetryAttempts"]); !ok || n < 0 {
+				t.Errorf("%s: want a finite MaximumRetryAttempts, so that one record cannot hold its shard for 24 hours, got %v", where, props["MaximumRetryAttempts"])
+			}
+			if n, ok := number(props["MaximumRecordAgeInSeconds"]); !ok || n < 60 || n > 86400 {
+				t.Errorf("%s: want MaximumRecordAgeInSeconds from 60 to 86400 (the stream's 24 hours), got %v", where, props["MaximumRecordAgeInSeconds"])
+			}
+			filters := listOf(mapOf(props["FilterCriteria"])["Filters"])
+			if len(filters) != 1 || mapOf(filters[0])["Pattern"] != outbox.FilterPattern {
+				t.Errorf("%s: want FilterCriteria with the one pattern outbox.FilterPattern %s, got %v", where, outbox.FilterPattern, filters)
+			}
+			dest, _ := getAtt(mapOf(mapOf(props["DestinationConfig"])["OnFailure"])["Destination"])
+			if tmpl.Resources[dest].Type != typeQueue {
+				t.Errorf("%s: want DestinationConfig OnFailure Destination: !GetAtt <queue>.Arn, got %v", where, props["DestinationConfig"])
+			}
+
+			// The role: the stream's four reads on that stream only, and
+			// no other DynamoDB action.
+			reads := map[string]bool{}
+			walkStatements(tmpl.Resources[rid].Properties["Policies"], func(st map[string]any) {
+				res, resAttr := getAtt(st["Resource"])
+				for _, a := range listOf(st["Action"]) {
+					action, _ := a.(string)
+					switch {
+					case strings.HasPrefix(action, "dynamodb:"):
+						if res != table || resAttr != "StreamArn" {
+							t.Errorf("%s: %s on %v: want only the stream %s.StreamArn", rid, action, st["Resource"], table)
+						}
+						reads[action] = true
+					case action == "sqs:SendMessage" && resAttr == "Arn":
+						sends[res] = true
+					}
+				}
+			})
+			for _, a := range []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"} {
+				if !reads[a] {
+					t.Errorf("%s: want %s on %s.StreamArn, which the event source mapping needs", rid, a, table)
+				}
+			}
+			if !sends[dest] {
+				t.Errorf("%s: want sqs:SendMessage on %s, the on-failure destination, which Lambda sends to with the function's role", rid, dest)
+			}
+			if len(reads) != 4 {
+				t.Errorf("%s: want the four stream reads and no other DynamoDB action, got %v", rid, reads)
+			}
+		}
+	}
+	if len(relays) == 0 {
+		t.Fatal("no function reads a DynamoDB stream: the outbox has no relay")
+	}
+	consumed := map[string]bool{}
+	for _, id := range tmpl.OfType(typeFunction) {
+		for _, e := range mapOf(tmpl.FunctionProperties(id)["Events"]) {
+			if q, _ := getAtt(mapOf(mapOf(e)["Properties"])["Queue"]); mapOf(e)["Type"] == "SQS" {
+				consumed[q] = true
+			}
+		}
+	}
+	announcers := 0
+	for _, id := range tmpl.OfType(typeFunction) {
+		v, ok := mapOf(mapOf(tmpl.FunctionProperties(id)["Environment"])["Variables"])["LEDGER_QUEUE_URL"]
+		if !ok {
+			continue
+		}
+		announcers++
+		q, _ := mapOf(v)["Ref"].(string)
+		if tmpl.Resources[q].Type != typeQueue {
+			t.Errorf("%s: want LEDGER_QUEUE_URL: !Ref <queue> (its URL), got %v", id, v)
+			continue
+		}
+		if !sends[q] {
+			t.Errorf("%s announces on %s, which no relay's role may send to", id, q)
+		}
+		if !consumed[q] {
+			t.Errorf("%s announces on %s, which no function consumes", id, q)
+		}
+	}
+	if announcers == 0 {
+		t.Error("no function declares LEDGER_QUEUE_URL")
+	}
+}
+
+// getAtt reads !GetAtt Resource.Attr.
+func getAtt(v any) (resource, attr string) {
+	l := listOf(mapOf(v)["Fn::GetAtt"])
+	if len(l) == 1 { // the long form's "Resource.Attr"
+		s, _ := l[0].(string)
+		resource, attr, _ = strings.Cut(s, ".")
+		return resource, attr
+	}
+	if len(l) == 2 {
+		resource, _ = l[0].(string)
+		attr, _ = l[1].(string)
+	}
+	return resource, attr
+}
+
 func walkStatements(v any, fn func(map[string]any)) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -246,7 +378,7 @@ func TestTemplateTranslates(t *testing.T) {
 			}
 		}
 	}
-	for kind, n := range map[string]int{"AWS::Lambda::Function": 2, "AWS::Lambda::EventSourceMapping": 1, "AWS::ApiGatewayV2::Api": 1, "AWS::Lambda::Permission": 2} {
+	for kind, n := range map[string]int{"AWS::Lambda::Function": 4, "AWS::Lambda::EventSourceMapping": 3, "AWS::ApiGatewayV2::Api": 1, "AWS::Lambda::Permission": 2} {
 		if kinds[kind] != n {
 			t.Errorf("expect %d %s after the transform, got %d", n, kind, kinds[kind])
 		}
