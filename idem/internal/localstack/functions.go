@@ -22,6 +22,7 @@ type FunctionSpec struct {
 	// ApplicationLogLevel.
 	LogFormat, LogLevel string
 	SQS                 []SQSEventSource
+	Streams             []StreamEventSource
 	Routes              []Route
 	// Ignored names the events the local stack does not emulate.
 	Ignored []string
@@ -43,6 +44,39 @@ type SQSEventSource struct {
 	// 0 when the template sets none.
 	MaximumConcurrency int
 	Enabled            bool
+}
+
+// StreamEventSource is a function's DynamoDB event: the event source
+// mapping the stack's stream poller emulates.
+type StreamEventSource struct {
+	Function string
+	Event    string
+	// StreamARN is the table's stream, such as !GetAtt Table.StreamArn.
+	StreamARN string
+	// StartingPosition is TRIM_HORIZON or LATEST, for the shards there
+	// are when the poller starts; later shards are read from their start.
+	StartingPosition string
+	// BatchSize is at most how many records one invoke gets. Defaults to
+	// 100.
+	BatchSize int
+	// BatchingWindow is how long the poller gathers records for a batch
+	// before it invokes with fewer than BatchSize. Defaults to 0.
+	BatchingWindow             time.Duration
+	ReportBatchItemFailures    bool
+	BisectBatchOnFunctionError bool
+	// MaximumRetryAttempts is how many times a failed batch is retried
+	// before its records go to OnFailure. Defaults to -1: until the
+	// records expire, which the poller caps (StreamPoller.RetryLimit).
+	MaximumRetryAttempts int
+	// MaximumRecordAge sends a record older than this to OnFailure
+	// instead of the function. Defaults to 0: no limit (the template's -1).
+	MaximumRecordAge time.Duration
+	// Filters are FilterCriteria's patterns; a record no filter matches
+	// is checkpointed, never delivered. Defaults to none: all pass.
+	Filters []*Filter
+	// OnFailure is DestinationConfig.OnFailure.Destination, or "".
+	OnFailure string
+	Enabled   bool
 }
 
 // Route is one HttpApi route of a function.
@@ -125,6 +159,12 @@ func (s *Stack) functionSpec(id string) (*FunctionSpec, error) {
 				return nil, fmt.Errorf("%s: event %s: BatchSize %d out of range", id, name, src.BatchSize)
 			}
 			fs.SQS = append(fs.SQS, src)
+		case "DynamoDB":
+			src, err := streamEventSource(id, name, ep)
+			if err != nil {
+				return nil, fmt.Errorf("%s: event %s: %w", id, name, err)
+			}
+			fs.Streams = append(fs.Streams, *src)
 		case "HttpApi":
 			r := Route{Function: id, Event: name, Method: strings.ToUpper(scalarString(ep["Method"])), Path: scalarString(ep["Path"])}
 			if r.Method == "" || r.Method == "X-AMAZON-APIGATEWAY-ANY-METHOD" {
@@ -139,4 +179,56 @@ func (s *Stack) functionSpec(id string) (*FunctionSpec, error) {
 		}
 	}
 	return fs, nil
+}
+
+// streamEventSource reads a DynamoDB event's properties, with Lambda's
+// defaults and limits.
+func streamEventSource(id, name string, ep map[string]any) (*StreamEventSource, error) {
+	src := &StreamEventSource{Function: id, Event: name, StreamARN: scalarString(ep["Stream"]),
+		StartingPosition: scalarString(ep["StartingPosition"]), BatchSize: 100, MaximumRetryAttempts: -1, Enabled: true}
+	if src.StreamARN == "" {
+		return nil, fmt.Errorf("Stream is missing")
+	}
+	if p := src.StartingPosition; p != "TRIM_HORIZON" && p != "LATEST" {
+		return nil, fmt.Errorf("StartingPosition %q: want TRIM_HORIZON or LATEST", p)
+	}
+	if n, ok := number(ep["BatchSize"]); ok {
+		src.BatchSize = int(n)
+	}
+	if src.BatchSize < 1 || src.BatchSize > 10000 {
+		return nil, fmt.Errorf("BatchSize %d out of range", src.BatchSize)
+	}
+	if n, ok := number(ep["MaximumBatchingWindowInSeconds"]); ok {
+		src.BatchingWindow = time.Duration(n) * time.Second
+	}
+	for _, t := range listOf(ep["FunctionResponseTypes"]) {
+		if scalarString(t) == "ReportBatchItemFailures" {
+			src.ReportBatchItemFailures = true
+		}
+	}
+	src.BisectBatchOnFunctionError = isTrue(ep["BisectBatchOnFunctionError"])
+	if n, ok := number(ep["MaximumRetryAttempts"]); ok {
+		src.MaximumRetryAttempts = int(n)
+	}
+	if src.MaximumRetryAttempts < -1 || src.MaximumRetryAttempts > 10000 {
+		return nil, fmt.Errorf("MaximumRetryAttempts %d out of range", src.MaximumRetryAttempts)
+	}
+	if n, ok := number(ep["MaximumRecordAgeInSeconds"]); ok && n != -1 {
+		if n < 60 || n > 604800 {
+			return nil, fmt.Errorf("MaximumRecordAgeInSeconds %v out of range", n)
+		}
+		src.MaximumRecordAge = time.Duration(n) * time.Second
+	}
+	for _, f := range listOf(mapOf(ep["FilterCriteria"])["Filters"]) {
+		filter, err := ParseFilter(scalarString(mapOf(f)["Pattern"]))
+		if err != nil {
+			return nil, err
+		}
+		src.Filters = append(src.Filters, filter)
+	}
+	src.OnFailure = scalarString(mapOf(mapOf(ep["DestinationConfig"])["OnFailure"])["Destination"])
+	if en, ok := ep["Enabled"]; ok && !isTrue(en) {
+		src.Enabled = false
+	}
+	return src, nil
 }

@@ -44,6 +44,8 @@ type Stack struct {
 	Routes []Route
 	// Pollers emulate the SQS event source mappings.
 	Pollers []*Poller
+	// StreamPollers emulate the DynamoDB stream event source mappings.
+	StreamPollers []*StreamPoller
 	// Receipts is the receipts service the functions call, or nil when
 	// the stack runs none (Options.NoReceipts, or no function wants one):
 	// read its calls to see how the functions called out.
@@ -64,7 +66,8 @@ type Stack struct {
 // SQS endpoint, creates the template's tables and queues there, builds each
 // function for this machine and runs it under the Lambda Runtime Interface
 // Emulator with the template's environment, serves the HttpApi routes, and
-// polls the queues of the SQS events.
+// polls the queues of the SQS events and the streams of the DynamoDB
+// events.
 func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) {
 	var o Options
 	for _, fn := range optFns {
@@ -257,8 +260,49 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 			s.Pollers = append(s.Pollers, poller)
 			s.pollWG.Go(func() { poller.Run(pollCtx) })
 		}
+		for _, src := range s.Specs[id].Streams {
+			poller, err := s.streamPoller(src)
+			if err != nil {
+				return s, fmt.Errorf("localstack: %s: event %s: %w", id, src.Event, err)
+			}
+			if poller == nil {
+				s.logf("%s: event %s is disabled in the template: not reading %s", id, src.Event, src.StreamARN)
+				continue
+			}
+			s.StreamPollers = append(s.StreamPollers, poller)
+			s.pollWG.Go(func() { poller.Run(pollCtx) })
+		}
 	}
 	return s, nil
+}
+
+// streamPoller makes the poller of a DynamoDB event, or nil when the event
+// is disabled.
+func (s *Stack) streamPoller(src StreamEventSource) (*StreamPoller, error) {
+	var table *Table
+	for _, t := range s.Tables {
+		if t.StreamARN != "" && t.StreamARN == src.StreamARN {
+			table = t
+		}
+	}
+	if table == nil {
+		return nil, fmt.Errorf("stream %s is not the stream of one of the template's tables", src.StreamARN)
+	}
+	if !src.Enabled {
+		return nil, nil
+	}
+	var onFailure *Queue
+	if src.OnFailure != "" {
+		if onFailure = s.queueByARN(src.OnFailure); onFailure == nil {
+			if strings.HasPrefix(src.OnFailure, "arn:aws:sqs:") {
+				return nil, fmt.Errorf("on-failure queue %s is not one of the template's", src.OnFailure)
+			}
+			s.logf("%s: event %s: on-failure destination %s is not emulated locally: its records are logged and dropped", src.Function, src.Event, src.OnFailure)
+		}
+	}
+	arn, _ := s.resources.Eval(map[string]any{"Fn::GetAtt": []any{src.Function, "Arn"}})
+	return &StreamPoller{Source: src, Table: table, Endpoint: s.DynamoDBEndpoint, Region: s.Options.Region, Invoker: s,
+		FunctionARN: scalarString(arn), SQS: s.sqs, OnFailure: onFailure, Logf: s.accessf}, nil
 }
 
 func sweepText(d time.Duration) string {
