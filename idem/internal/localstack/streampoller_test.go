@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"gopkg.in/yaml.v3"
 
 	"github.com/idemkit/kit/idem/idemtest"
 	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
@@ -267,6 +269,124 @@ func TestStreamPollerFunctionErrors(t *testing.T) {
 			}
 			if info.BatchSize != tc.size {
 				t.Errorf("on-failure batch size: expect %d, got %d", tc.size, info.BatchSize)
+			}
+		})
+	}
+}
+
+// A DynamoDB event of a template becomes a StreamEventSource with Lambda's
+// defaults, its stream the table's, and a poller that sends on-failure
+// records to the queue the template names.
+func TestStreamEventSourceFromTemplate(t *testing.T) {
+	tmpl, err := ParseTemplate([]byte(`
+Resources:
+  Outbox:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions: [{AttributeName: pk, AttributeType: S}]
+      KeySchema: [{AttributeName: pk, KeyType: HASH}]
+      StreamSpecification: {StreamViewType: NEW_IMAGE}
+  Failed:
+    Type: AWS::SQS::Queue
+  Relay:
+    Type: AWS::Serverless::Function
+    Properties:
+      Runtime: provided.al2023
+      Handler: bootstrap
+      Events:
+        Changes:
+          Type: DynamoDB
+          Properties:
+            Stream: !GetAtt Outbox.StreamArn
+            StartingPosition: TRIM_HORIZON
+            BatchSize: 25
+            MaximumBatchingWindowInSeconds: 1
+            FunctionResponseTypes: [ReportBatchItemFailures]
+            BisectBatchOnFunctionError: true
+            MaximumRetryAttempts: 4
+            MaximumRecordAgeInSeconds: 3600
+            FilterCriteria:
+              Filters:
+                - Pattern: '{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{"kind":{"S":["outbox"]}}}}'
+            DestinationConfig:
+              OnFailure:
+                Destination: !GetAtt Failed.Arn
+        Defaults:
+          Type: DynamoDB
+          Properties:
+            Stream: !GetAtt Outbox.StreamArn
+            StartingPosition: LATEST
+            Enabled: false
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ddb := idemtest.Client(t)
+	sq := newSQS(testSQS(t), "us-east-1")
+	res, err := CreateResources(ctx, tmpl, ResourceConfig{DynamoDB: ddb, SQS: sq, StackName: fmt.Sprintf("streams-%d", time.Now().UnixNano()), Region: "us-east-1", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(res.Tables["Outbox"].Name)})
+		_, _ = sq.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(res.Queues["Failed"].URL)})
+	})
+	table := res.Tables["Outbox"]
+	if table.StreamARN == "" || table.StreamViewType != "NEW_IMAGE" {
+		t.Fatalf("expect the table's stream, NEW_IMAGE, got %q %q", table.StreamARN, table.StreamViewType)
+	}
+	s := &Stack{Template: tmpl, Options: Options{Region: "us-east-1", Log: io.Discard}, resources: res, Tables: res.Tables, Queues: res.Queues, sqs: sq}
+	spec, err := s.functionSpec("Relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Streams) != 2 || len(spec.Ignored) != 0 {
+		t.Fatalf("expect two stream sources, none ignored, got %+v", spec)
+	}
+	got, def := spec.Streams[0], spec.Streams[1]
+	if got.Event != "Changes" || got.StreamARN != table.StreamARN || got.StartingPosition != "TRIM_HORIZON" || got.BatchSize != 25 ||
+		got.BatchingWindow != time.Second || !got.ReportBatchItemFailures || !got.BisectBatchOnFunctionError ||
+		got.MaximumRetryAttempts != 4 || got.MaximumRecordAge != time.Hour || len(got.Filters) != 1 ||
+		got.OnFailure != res.Queues["Failed"].ARN || !got.Enabled {
+		t.Errorf("Changes: got %+v", got)
+	}
+	if def.BatchSize != 100 || def.MaximumRetryAttempts != -1 || def.MaximumRecordAge != 0 || def.StartingPosition != "LATEST" ||
+		def.Enabled || def.ReportBatchItemFailures || def.BisectBatchOnFunctionError || len(def.Filters) != 0 || def.OnFailure != "" {
+		t.Errorf("Defaults: expect Lambda's defaults, got %+v", def)
+	}
+	p, err := s.streamPoller(got)
+	if err != nil || p.Table != table || p.OnFailure != res.Queues["Failed"] || !strings.Contains(p.FunctionARN, ":function:") {
+		t.Errorf("poller: got %+v, %v", p, err)
+	}
+	if p, err := s.streamPoller(def); p != nil || err != nil {
+		t.Errorf("a disabled event: expect no poller, got %+v, %v", p, err)
+	}
+	bad := got
+	bad.StreamARN = "arn:aws:dynamodb:us-east-1:123456789012:table/other/stream/x"
+	if _, err := s.streamPoller(bad); err == nil {
+		t.Errorf("a stream not the template's: expect an error")
+	}
+
+	for _, tc := range []struct{ name, props, err string }{
+		{"no starting position", `{Stream: x}`, "StartingPosition"},
+		{"batch size", `{Stream: x, StartingPosition: LATEST, BatchSize: 0}`, "BatchSize"},
+		{"retries", `{Stream: x, StartingPosition: LATEST, MaximumRetryAttempts: -2}`, "MaximumRetryAttempts"},
+		{"record age", `{Stream: x, StartingPosition: LATEST, MaximumRecordAgeInSeconds: 10}`, "MaximumRecordAgeInSeconds"},
+		{"filter", `{Stream: x, StartingPosition: LATEST, FilterCriteria: {Filters: [{Pattern: '{"a":"b"}'}]}}`, "filter pattern"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n yaml.Node
+			if err := yaml.Unmarshal([]byte(tc.props), &n); err != nil {
+				t.Fatal(err)
+			}
+			props, err := plain(&n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := streamEventSource("Fn", "E", mapOf(props)); err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("expect an error saying %q, got %v", tc.err, err)
 			}
 		})
 	}
