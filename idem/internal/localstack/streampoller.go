@@ -1,6 +1,7 @@
 package localstack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,11 +42,11 @@ type StreamPoller struct {
 	// records expire, 24 hours): the local stack gives up after this many
 	// retries. Defaults to 10.
 	RetryLimit int
-	// RetryDelay is the pause before a failed batch is retried. Defaults
-	// to 200 ms.
+	// RetryDelay is the pause before a failed batch is retried; negative
+	// is none. Defaults to 200 ms.
 	RetryDelay time.Duration
-	// PollInterval is the pause after a read that found nothing new, and
-	// between looks for new shards. Defaults to 250 ms: Lambda reads each
+	// PollInterval is the pause after a read that found nothing new; new
+	// shards are looked for every four. Defaults to 250 ms: Lambda reads each
 	// shard four times a second.
 	PollInterval time.Duration
 	// Logf receives one line per invoke. Defaults to none.
@@ -79,15 +80,6 @@ type streamRecord struct {
 // own that starts when its parent shard is read to its end, then waits for
 // the batches in flight to finish.
 func (p *StreamPoller) Run(ctx context.Context) {
-	if p.RetryLimit <= 0 {
-		p.RetryLimit = 10
-	}
-	if p.RetryDelay <= 0 {
-		p.RetryDelay = 200 * time.Millisecond
-	}
-	if p.PollInterval <= 0 {
-		p.PollInterval = 250 * time.Millisecond
-	}
 	api := &streamsAPI{endpoint: p.Endpoint, region: p.Region}
 	var (
 		wg      sync.WaitGroup
@@ -131,8 +123,20 @@ func (p *StreamPoller) Run(ctx context.Context) {
 		if err == nil {
 			first = false
 		}
-		sleep(ctx, 4*p.PollInterval)
+		sleep(ctx, 4*cmp.Or(p.PollInterval, 250*time.Millisecond))
 	}
+}
+
+// MaxRetries is how many times the poller retries a failed batch:
+// MaximumRetryAttempts, or RetryLimit in place of -1.
+func (p *StreamPoller) MaxRetries() int {
+	switch {
+	case p.Source.MaximumRetryAttempts >= 0:
+		return p.Source.MaximumRetryAttempts
+	case p.RetryLimit > 0:
+		return p.RetryLimit
+	}
+	return 10
 }
 
 // readShard reads a shard in order until it is closed and read, or ctx
@@ -202,7 +206,7 @@ func (p *StreamPoller) readShard(ctx context.Context, api *streamsAPI, shardID, 
 			continue
 		}
 		if empty {
-			sleep(ctx, p.PollInterval)
+			sleep(ctx, cmp.Or(p.PollInterval, 250*time.Millisecond))
 		}
 	}
 }
@@ -231,10 +235,7 @@ func (p *StreamPoller) record(b []byte) (streamRecord, error) {
 // failed when asked to; after the last retry the rest goes to the
 // on-failure destination. A bisection does not count as a retry.
 func (p *StreamPoller) deliver(ctx context.Context, shardID string, batch []streamRecord, attempts int) {
-	maxRetries := p.Source.MaximumRetryAttempts
-	if maxRetries < 0 {
-		maxRetries = p.RetryLimit
-	}
+	maxRetries := p.MaxRetries()
 	for len(batch) > 0 {
 		if ctx.Err() != nil {
 			return // stopped: the records are not checkpointed
@@ -273,7 +274,7 @@ func (p *StreamPoller) deliver(ctx context.Context, shardID string, batch []stre
 			return
 		}
 		p.retries.Add(1)
-		sleep(ctx, p.RetryDelay)
+		sleep(ctx, max(cmp.Or(p.RetryDelay, 200*time.Millisecond), 0))
 	}
 }
 
