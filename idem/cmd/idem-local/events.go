@@ -38,6 +38,9 @@ type message struct {
 	// account and cents are the credit, when the body is one.
 	account string
 	cents   int64
+	// queue is the name in an SQS record's eventSourceARN, such as
+	// "idemkit-LedgerQueue".
+	queue string
 }
 
 // builtIn is what the demo replays when the events directory has nothing
@@ -140,6 +143,7 @@ func readEvents(dir string) ([]message, []string, error) {
 					continue
 				}
 				m := message{from: filepath.Base(f), kind: "sqs", body: []byte(r.Body), attrs: map[string]sqstypes.MessageAttributeValue{}, fileKey: r.MessageId}
+				m.queue = r.EventSourceARN[strings.LastIndexByte(r.EventSourceARN, ':')+1:]
 				// The key the function would read, so that the copies
 				// the demo sends carry it in IdempotencyKey.
 				if d, _ := sqsconsumer.DeduplicationKey(r); d != "" {

@@ -148,11 +148,18 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 	}
 	for _, id := range sortedKeys(s.Tables) {
 		t := s.Tables[id]
-		extra := ""
+		var extra []string
 		if t.TTLAttribute != "" {
-			extra = " (TTL on " + t.TTLAttribute + ")"
+			extra = append(extra, "TTL on "+t.TTLAttribute)
 		}
-		fmt.Fprintf(w, "  table      %-28s %s%s\n", id, t.Name, extra)
+		if t.StreamARN != "" {
+			extra = append(extra, "stream "+t.StreamViewType)
+		}
+		line := fmt.Sprintf("  table      %-28s %s", id, t.Name)
+		if len(extra) > 0 {
+			line += " (" + strings.Join(extra, ", ") + ")"
+		}
+		fmt.Fprintln(w, line)
 	}
 	for _, id := range sortedKeys(s.Queues) {
 		q := s.Queues[id]
@@ -175,6 +182,25 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 	for _, p := range s.Pollers {
 		fmt.Fprintf(w, "  poller     %-28s %s → %s (batch %d, %d at once)\n", p.Source.Function+"."+p.Source.Event, p.Queue.Name, p.Source.Function, p.Source.BatchSize, p.Concurrency)
 	}
+	for _, p := range s.StreamPollers {
+		src := p.Source
+		extra := fmt.Sprintf("batch %d, from %s", src.BatchSize, src.StartingPosition)
+		if n := len(src.Filters); n > 0 {
+			extra += fmt.Sprintf(", %d filter(s)", n)
+		}
+		if src.BisectBatchOnFunctionError {
+			extra += ", bisect on error"
+		}
+		retries := fmt.Sprintf("retries until expiry (locally %d)", p.MaxRetries())
+		if src.MaximumRetryAttempts >= 0 {
+			retries = fmt.Sprintf("%d retries", src.MaximumRetryAttempts)
+		}
+		extra += ", " + retries
+		if p.OnFailure != nil {
+			extra += " then on-failure to " + p.OnFailure.Name
+		}
+		fmt.Fprintf(w, "  stream     %-28s %s's stream → %s (%s)\n", src.Function+"."+src.Event, p.Table.Name, src.Function, extra)
+	}
 	for _, name := range sortedKeys(secrets) {
 		fmt.Fprintf(w, "  secret     %-28s %q (set %s to change it)\n", name, secrets[name], name)
 	}
@@ -196,17 +222,37 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 			fmt.Fprintf(w, "  (sign another body: printf %%s \"$BODY\" | openssl dgst -sha256 -hmac '%s' | sed 's/^.* /sha256=/')\n", secret)
 		}
 	}
-	for _, p := range s.Pollers {
+	if p := entryPoller(s); p != nil {
 		body := `{"id":"evt_002","account":"acc-9","cents":250}`
 		fmt.Fprintf(w, "Or through the queue, another sender with keys of its own (repeat it: the balance moves once):\n")
 		// The local servers take any credentials, and the AWS CLI wants some.
 		fmt.Fprintf(w, "  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws --endpoint-url %s --region %s sqs send-message --queue-url %s \\\n    --message-body '%s' \\\n    --message-attributes 'IdempotencyKey={DataType=String,StringValue=evt_002}'\n",
 			s.SQSEndpoint, s.Options.Region, p.Queue.URL, body)
 		fmt.Fprintf(w, "  go run ./idem/cmd/idem-local send -n 3 '%s'\n", body)
-		break
 	}
 	fmt.Fprintf(w, "  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws --endpoint-url %s --region %s dynamodb scan --table-name %s\n", s.DynamoDBEndpoint, s.Options.Region, firstTable(s, "AccountsTable"))
 	fmt.Fprintf(w, "\nCtrl-C stops everything.\n\n")
+}
+
+// entryPoller is the poller of the queue senders use: a polled queue no
+// function sends to. The others are links of a chain (the ledger queue,
+// which the relay feeds from the outbox). Nil when nothing is polled.
+func entryPoller(s *localstack.Stack) *localstack.Poller {
+	fed := map[string]bool{}
+	for _, spec := range s.Specs {
+		for _, v := range spec.Env {
+			fed[v] = true
+		}
+	}
+	for _, p := range s.Pollers {
+		if !fed[p.Queue.URL] && !fed[p.Queue.ARN] && !fed[p.Queue.Name] {
+			return p
+		}
+	}
+	if len(s.Pollers) > 0 {
+		return s.Pollers[0]
+	}
+	return nil
 }
 
 func firstTable(s *localstack.Stack, prefer string) string {
@@ -239,8 +285,15 @@ func writeState(path string, s *localstack.Stack) error {
 	for id, q := range s.Queues {
 		st.Queues[id] = q.URL
 	}
+	// The queue senders use first: `idem-local send` sends there.
+	first := entryPoller(s)
+	if first != nil {
+		st.Polled = append(st.Polled, first.Queue.URL)
+	}
 	for _, p := range s.Pollers {
-		st.Polled = append(st.Polled, p.Queue.URL)
+		if p != first {
+			st.Polled = append(st.Polled, p.Queue.URL)
+		}
 	}
 	st.PIDs = s.PIDs()
 	b, err := json.MarshalIndent(st, "", "  ")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
 func TestMain(m *testing.M) {
@@ -44,13 +45,20 @@ func TestSignalStopsEverything(t *testing.T) {
 	dir := t.TempDir()
 	echo := filepath.Join(dir, "echo", "bootstrap")
 	goBuild(t, echo, "../../internal/localstack/testdata/echo")
+	tmpl, err := localstack.ReadTemplate("../../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			buildDir := filepath.Join(dir, "build") // the emulator is built once
 			// This test binary runs as the command (see TestMain).
-			cmd := exec.Command(os.Args[0], "-template", "../../../template.yaml", "-api-addr", "127.0.0.1:0", "-receipts-addr", "127.0.0.1:0", "-build-dir", buildDir,
-				"-bootstrap", "QueueFunction="+echo, "-bootstrap", "WebhookFunction="+echo, "-ttl-sweep", "0", "-quiet")
+			args := []string{"-template", "../../../template.yaml", "-api-addr", "127.0.0.1:0", "-receipts-addr", "127.0.0.1:0", "-build-dir", buildDir, "-ttl-sweep", "0", "-quiet"}
+			for _, id := range tmpl.OfType("AWS::Serverless::Function") {
+				args = append(args, "-bootstrap", id+"="+echo)
+			}
+			cmd := exec.Command(os.Args[0], args...)
 			// The command's own servers, not the ones a test run may name.
 			cmd.Env = append(os.Environ(), "IDEM_LOCAL_TEST_RUN_MAIN=1", "AWS_ENDPOINT_URL_DYNAMODB=", "AWS_ENDPOINT_URL_SQS=")
 			stdout, err := cmd.StdoutPipe()
@@ -85,7 +93,21 @@ func TestSignalStopsEverything(t *testing.T) {
 				}
 			}()
 			select {
-			case <-banner:
+			case text := <-banner:
+				// Every table, and every stream mapping, is in the banner.
+				for _, id := range tmpl.OfType("AWS::DynamoDB::Table") {
+					if !strings.Contains(text, "  table      "+id+" ") {
+						t.Errorf("expect table %s in the banner, got\n%s", id, text)
+					}
+				}
+				for _, id := range tmpl.OfType("AWS::Serverless::Function") {
+					evs, _ := tmpl.FunctionProperties(id)["Events"].(map[string]any)
+					for name, ev := range evs {
+						if e, _ := ev.(map[string]any); e["Type"] == "DynamoDB" && !strings.Contains(text, "  stream     "+id+"."+name+" ") {
+							t.Errorf("expect the stream mapping %s.%s in the banner, got\n%s", id, name, text)
+						}
+					}
+				}
 			case err := <-exited:
 				t.Fatalf("the command exited at start: %v", err)
 			case <-time.After(3 * time.Minute):
