@@ -56,14 +56,18 @@ func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[
 	}
 	// A record of a queue a function feeds (the ledger queue) is the
 	// chain's to send: replayed, it would be an entry for no credit.
+	chained := map[string]int{} // file and queue → records
 	ms = slices.DeleteFunc(ms, func(m message) bool {
 		q := queueOf(s, m.queue)
 		if m.kind != "sqs" || q == nil || q.URL == queueURL {
 			return false
 		}
-		fmt.Fprintf(w, "demo: skipping %s from %s: it is for %s, which the stack feeds itself\n", m.key, m.from, q.LogicalID)
+		chained[m.from+" for "+q.LogicalID]++
 		return true
 	})
+	for _, k := range sortedKeys(chained) {
+		fmt.Fprintf(w, "demo: skipping %d record(s) of %s, a queue the stack feeds itself\n", chained[k], k)
+	}
 	distinct := map[string]bool{}
 	for _, m := range ms {
 		distinct[m.kind+"/"+m.path+"/"+m.key] = true
@@ -159,9 +163,18 @@ func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[
 		if q.MaxReceiveCount() > 0 {
 			continue
 		}
-		if got, err := visible(ctx, s.SQS(), q.URL); err == nil {
-			fmt.Fprintf(w, "demo: %d message(s) in %s (the %d copies of the messages that are no credit, after their last receive)\n", got, q.Name, malformed)
+		got, err := visible(ctx, s.SQS(), q.URL)
+		if err != nil {
+			continue
 		}
+		why := ""
+		switch {
+		case queueURL != "" && strings.Contains(s.Queues[logicalIDOf(s, queueURL)].Attributes["RedrivePolicy"], q.ARN):
+			why = fmt.Sprintf(" (the %d copies of the messages that are no credit, after their last receive)", malformed)
+		case slices.ContainsFunc(s.StreamPollers, func(p *localstack.StreamPoller) bool { return p.OnFailure == q }):
+			why = " (the stream records the relay gave up on)"
+		}
+		fmt.Fprintf(w, "demo: %d message(s) in %s%s\n", got, q.Name, why)
 	}
 	applied := 0
 	for _, c := range credits {
@@ -301,6 +314,16 @@ func visible(ctx context.Context, client *sqs.Client, url string) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+}
+
+// logicalIDOf is the logical id of the stack's queue at url.
+func logicalIDOf(s *localstack.Stack, url string) string {
+	for id, q := range s.Queues {
+		if q.URL == url {
+			return id
+		}
+	}
+	return ""
 }
 
 // queueOf is the stack's queue an SQS record's eventSourceARN names
