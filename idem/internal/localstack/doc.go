@@ -1,6 +1,7 @@
 // Package localstack runs a SAM template's functions, tables and queues on
 // this machine, without Docker: the tooling behind `make local`, like `sam
-// local start-api` plus the SQS event source mapping that sam local lacks.
+// local start-api` plus the SQS and DynamoDB stream event source mappings
+// that sam local lacks.
 //
 //	stack, err := localstack.Start(ctx, func(o *localstack.Options) {
 //		o.Template = "template.yaml"
@@ -31,7 +32,13 @@
 //   - polls the queue of each SQS event and invokes the function with
 //     batches, deleting what succeeded and leaving the batch item failures
 //     to SQS, which moves a record to the dead-letter queue after
-//     maxReceiveCount.
+//     maxReceiveCount;
+//   - reads the stream of each DynamoDB event (StreamPoller), shard by
+//     shard in order: its FilterCriteria drop records, batchItemFailures
+//     checkpoint before the lowest one reported, a function error retries
+//     the batch (halved with BisectBatchOnFunctionError), and after
+//     MaximumRetryAttempts (-1: a local cap) an on-failure record goes to
+//     the DestinationConfig.OnFailure queue.
 //
 // An emulator takes one invoke at a time, so each function queues its
 // invokes and runs up to Options.Instances emulators, started on demand,
