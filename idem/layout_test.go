@@ -44,6 +44,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"idem/webhook", []string{mod + "idem/sqsconsumer", mod + "idem/internal", mod + "functions", "github.com/aws/aws-sdk-go-v2/service/ssm", "github.com/aws/aws-sdk-go-v2/service/secretsmanager"}},
 		{"functions/queue", []string{mod + "idem/internal", mod + "idem/idemtest", mod + "idem/webhook", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
 		{"functions/webhook", []string{mod + "idem/internal", mod + "idem/idemtest", mod + "idem/sqsconsumer", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
+		{"functions/ledger", []string{mod + "idem/internal", mod + "idem/idemtest", mod + "idem/webhook", mod + "idem/outbox", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
+		{"functions/relay", []string{mod + "idem/internal", mod + "idem/idemtest", mod + "idem/webhook", mod + "idem/sqsconsumer", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			for _, d := range deps(tc.pkg) {
