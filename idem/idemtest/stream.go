@@ -22,49 +22,75 @@ import (
 // read from client's endpoint, where the kit's local server serves it.
 func StreamRecords(tb testing.TB, client *dynamodb.Client, table string) []events.DynamoDBEventRecord {
 	tb.Helper()
-	recs, err := streamRecords(context.Background(), client, table)
+	return NewStreamReader(tb, client, table).Read(tb)
+}
+
+// StreamReader reads a table's stream as StreamRecords does, each Read
+// returning the records written since the last.
+type StreamReader struct {
+	endpoint, arn string
+	next          map[string]*string // shard id → where its next read starts
+}
+
+// NewStreamReader returns a reader of table's stream from its start.
+func NewStreamReader(tb testing.TB, client *dynamodb.Client, table string) *StreamReader {
+	tb.Helper()
+	desc, err := client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		tb.Fatalf("idemtest: the stream of %s: %v", table, err)
+	}
+	arn := aws.ToString(desc.Table.LatestStreamArn)
+	if arn == "" {
+		tb.Fatalf("idemtest: %s has no stream (EnableStream)", table)
+	}
+	return &StreamReader{endpoint: aws.ToString(client.Options().BaseEndpoint), arn: arn, next: map[string]*string{}}
+}
+
+// Read returns the stream's records written since the last Read, shard by
+// shard, in order within each.
+func (r *StreamReader) Read(tb testing.TB) []events.DynamoDBEventRecord {
+	tb.Helper()
+	recs, err := r.read(context.Background())
+	if err != nil {
+		tb.Fatalf("idemtest: the stream %s: %v", r.arn, err)
 	}
 	return recs
 }
 
-func streamRecords(ctx context.Context, client *dynamodb.Client, table string) ([]events.DynamoDBEventRecord, error) {
-	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	if err != nil {
-		return nil, err
-	}
-	arn := aws.ToString(desc.Table.LatestStreamArn)
-	if arn == "" {
-		return nil, fmt.Errorf("the table has no stream")
-	}
-	endpoint := aws.ToString(client.Options().BaseEndpoint)
+func (r *StreamReader) read(ctx context.Context) ([]events.DynamoDBEventRecord, error) {
 	var stream struct {
 		StreamDescription struct{ Shards []struct{ ShardId string } }
 	}
-	if err := streamsCall(ctx, endpoint, "DescribeStream", map[string]string{"StreamArn": arn}, &stream); err != nil {
+	if err := streamsCall(ctx, r.endpoint, "DescribeStream", map[string]string{"StreamArn": r.arn}, &stream); err != nil {
 		return nil, err
 	}
 	var records []events.DynamoDBEventRecord
 	for _, sh := range stream.StreamDescription.Shards {
-		var it struct{ ShardIterator *string }
-		if err := streamsCall(ctx, endpoint, "GetShardIterator", map[string]string{"StreamArn": arn, "ShardId": sh.ShardId, "ShardIteratorType": "TRIM_HORIZON"}, &it); err != nil {
-			return nil, err
+		it, ok := r.next[sh.ShardId]
+		if !ok {
+			var out struct{ ShardIterator *string }
+			if err := streamsCall(ctx, r.endpoint, "GetShardIterator", map[string]string{"StreamArn": r.arn, "ShardId": sh.ShardId, "ShardIteratorType": "TRIM_HORIZON"}, &out); err != nil {
+				return nil, err
+			}
+			it = out.ShardIterator
 		}
-		for it.ShardIterator != nil {
+		for it != nil {
 			var page struct {
 				Records           []events.DynamoDBEventRecord
 				NextShardIterator *string
 			}
-			if err := streamsCall(ctx, endpoint, "GetRecords", map[string]any{"ShardIterator": *it.ShardIterator}, &page); err != nil {
+			if err := streamsCall(ctx, r.endpoint, "GetRecords", map[string]any{"ShardIterator": *it}, &page); err != nil {
 				return nil, err
 			}
 			records = append(records, page.Records...)
-			if len(page.Records) == 0 {
+			if page.NextShardIterator != nil {
+				it = page.NextShardIterator
+			}
+			if len(page.Records) == 0 || page.NextShardIterator == nil {
 				break
 			}
-			it.ShardIterator = page.NextShardIterator
 		}
+		r.next[sh.ShardId] = it
 	}
 	return records, nil
 }

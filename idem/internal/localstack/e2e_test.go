@@ -218,6 +218,42 @@ func TestStackEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("the ledger has one entry per credit", func(t *testing.T) {
+		// Each credit above announced itself through the outbox: the relay,
+		// on the claims table's stream, sent it to the ledger queue, and
+		// the ledger function wrote one entry, however often the credit and
+		// the announcement were delivered.
+		ledger := stack.Tables["LedgerTable"].Name
+		want := map[string]int{"acc-web": 500, "acc-stripe": 2500, "acc-sqs": 700}
+		var items []map[string]ddbtypes.AttributeValue
+		waitFor(t, "three ledger entries", 60*time.Second, func() bool {
+			out, err := stack.DynamoDB().Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(ledger), ConsistentRead: aws.Bool(true)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			items = out.Items
+			return len(items) >= len(want) && queueDepth(t, client, stack.Queues["LedgerQueue"].URL) == 0
+		})
+		got := map[string]int{}
+		for _, it := range items {
+			acc, _ := it["account"].(*ddbtypes.AttributeValueMemberS)
+			cents, _ := it["cents"].(*ddbtypes.AttributeValueMemberN)
+			if acc == nil || cents == nil {
+				t.Fatalf("a ledger entry without its account or cents: %v", it)
+			}
+			n, _ := strconv.Atoi(cents.Value)
+			got[acc.Value] += n
+		}
+		if len(items) != len(want) || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("expect one entry per credit, %v, got %d entries: %v", want, len(items), got)
+		}
+		for _, p := range stack.StreamPollers {
+			if st := p.Stats(); st.OnFailure != 0 {
+				t.Errorf("%s: %d batches sent to the on-failure queue", p.Source.Function, st.OnFailure)
+			}
+		}
+	})
+
 	t.Run("stop ends every process and frees the ports", func(t *testing.T) {
 		pids := stack.PIDs()
 		if len(pids) < 4 { // two servers, at least one emulator per function
