@@ -75,13 +75,15 @@ fuzz:
 # Every strategy side by side on one local DynamoDB (this kit per record, with
 # its claim cache and in batch mode, check-then-act, the two-phase lock, a bare
 # UpdateItem, and Powertools for TypeScript itself when node is there), the
-# lease mode beside the one-transaction mode, the kit's CPU cost and the
+# lease mode beside the one-transaction mode, the outbox (a message's cost,
+# the relay's throughput, a credit's way to the ledger on the local stack),
+# the kit's CPU cost and the
 # functions' cold starts, in one run: prints the tables, writes them to
 # idem/cmd/idem-bench/RESULTS.md and the Go benchmarks' raw output
 # (benchstat's input) to idem/cmd/idem-bench/bench.txt. About 7 minutes;
 # BENCH_FLAGS='-latency 100 -throughput 200 -count 1' for a quicker run, or
 # BENCH_FLAGS='-only lease' for one section (strategies, powertools, cpu,
-# coldstarts, lease).
+# coldstarts, lease, outbox).
 BENCH_FLAGS ?=
 bench: moto
 	$(GO) run ./idem/cmd/idem-bench -go $(GO) -out idem/cmd/idem-bench/RESULTS.md -benchout idem/cmd/idem-bench/bench.txt $(BENCH_FLAGS)

@@ -25,6 +25,21 @@ func StreamRecords(tb testing.TB, client *dynamodb.Client, table string) []event
 	return NewStreamReader(tb, client, table).Read(tb)
 }
 
+// ReadStream is StreamRecords for code without a testing.TB, such as a
+// benchmark command.
+func ReadStream(ctx context.Context, client *dynamodb.Client, table string) ([]events.DynamoDBEventRecord, error) {
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, err
+	}
+	arn := aws.ToString(desc.Table.LatestStreamArn)
+	if arn == "" {
+		return nil, fmt.Errorf("%s has no stream", table)
+	}
+	r := &StreamReader{endpoint: aws.ToString(client.Options().BaseEndpoint), arn: arn, next: map[string]*string{}}
+	return r.read(ctx)
+}
+
 // StreamReader reads a table's stream as StreamRecords does, each Read
 // returning the records written since the last.
 type StreamReader struct {

@@ -46,6 +46,8 @@ func bench() error {
 		benchOut  = flag.String("benchout", "", "write the Go benchmarks' raw output (benchstat's input) to this file")
 		extDelay  = flag.Duration("external", 20*time.Millisecond, "latency of the external service the lease section's handler calls")
 		envs      = flag.Int("environments", 8, "environments delivering each message at once in the lease section")
+		relayN    = flag.Int("relay", 2000, "outbox messages the outbox section's relay sends")
+		e2eN      = flag.Int("ledger", 50, "credits timed to their ledger entry on the local stack; 0 skips the stack")
 		only      = flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); empty runs them all")
 	)
 	flag.StringVar(&goCmd, "go", "go", "the go command, for the Go benchmarks and the emulator's build")
@@ -81,6 +83,11 @@ func bench() error {
 	}
 	if runs("lease") {
 		if rep.lease, err = runLease(ctx, endpoint, *extDelay, *envs, *latN, *faultN); err != nil {
+			return err
+		}
+	}
+	if runs("outbox") {
+		if rep.outbox, err = runOutbox(ctx, endpoint, *latN, *relayN, *e2eN); err != nil {
 			return err
 		}
 	}
@@ -243,7 +250,7 @@ func batchDeliverer(st strategy) func(context.Context, []message) []message {
 }
 
 // sections are the parts of a run that -only names.
-var sections = []string{"strategies", "powertools", "cpu", "coldstarts", "lease"}
+var sections = []string{"strategies", "powertools", "cpu", "coldstarts", "lease", "outbox"}
 
 // parseOnly reads -only: a comma-separated list of sections, or "" for
 // all of them.

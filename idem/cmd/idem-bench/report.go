@@ -21,6 +21,7 @@ type report struct {
 	cold                                       []coldStart
 	powertools                                 *powertoolsResult // nil without -powertools
 	lease                                      *leaseResult      // nil when -only leaves it out
+	outbox                                     *outboxResult     // likewise
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
@@ -36,6 +37,7 @@ func (r report) markdown() string {
 	r.strategiesSection(p)
 	r.powertoolsSection(p)
 	r.leaseSection(p)
+	r.outboxSection(p)
 
 	if kits := r.kitRows(); len(kits) == 2 {
 		p("## The SQS adapter on batches of 10\n\n")
@@ -154,6 +156,7 @@ func (r report) targets() []target {
 		}
 	}
 	out = append(out, r.leaseTargets()...)
+	out = append(out, r.outboxTargets()...)
 	var worstNs, worstAllocs float64
 	var nsName, allocName string
 	var small, large float64
