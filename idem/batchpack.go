@@ -16,7 +16,8 @@ import (
 // batch's other writes on that table tell; when none does, the Put is
 // taken to touch the whole table.
 func (b *batchRun) measure(es []*entry) {
-	keyAttrs := map[string][]string{b.s.table: b.s.keyAttributeNames()}
+	// The outbox table has the claims table's key schema (Options.OutboxTable).
+	keyAttrs := map[string][]string{b.s.table: b.s.keyAttributeNames(), b.s.opts.OutboxTable: b.s.keyAttributeNames()}
 	type put struct {
 		t    *target
 		item map[string]types.AttributeValue

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,8 +35,9 @@ type OutgoingMessage struct {
 	Type string
 
 	// Body is the message: an SQS message's body, or an EventBridge
-	// event's detail, which must then be a JSON object. At most
-	// MaxOutgoingBodyBytes, valid UTF-8, not empty.
+	// event's detail, which must then be a JSON object. Not empty, and of
+	// the characters SQS takes; with its attributes, at most
+	// MaxOutgoingBytes.
 	Body string
 
 	// Attributes are string message attributes (SQS), at most 8 besides
@@ -46,10 +50,11 @@ type OutgoingMessage struct {
 	GroupID string
 }
 
-// MaxOutgoingBodyBytes bounds an OutgoingMessage's Body: the smaller of
-// an SQS message's and an EventBridge entry's limits (256 KiB), less room
-// for the relay's own attributes.
-const MaxOutgoingBodyBytes = 250 << 10
+// MaxOutgoingBytes bounds an OutgoingMessage as SQS counts a message: its
+// Body with every attribute's name, type and value, the relay's
+// IdempotencyKey and Type included; 256 KiB, also an EventBridge entry's
+// limit.
+const MaxOutgoingBytes = 256 << 10
 
 // Outbox items' attribute names, besides the table's key and its TTL
 // attribute (Options.Attributes.Key, SortKey and ExpiresAt). The relay
@@ -94,6 +99,9 @@ func (s *Store) addOutbox(key string, eff *Effect, now time.Time) error {
 		return nil
 	}
 	a := s.opts.Attributes
+	// Appended to a slice of the effect's own: the handler's Writes may
+	// share their array with other effects.
+	eff.Writes = slices.Clip(eff.Writes)
 	expires := strconv.FormatInt(now.Add(s.opts.OutboxRetention).Unix(), 10)
 	created := now.UTC().Format(time.RFC3339Nano)
 	for i, m := range eff.Messages {
@@ -147,37 +155,93 @@ func isDetail(body string) bool {
 // reservedAttributes are the SQS message attributes the relay sets.
 var reservedAttributes = []string{"IdempotencyKey", "Type"}
 
-// checkOutgoing refuses a message the relay could not deliver.
+// checkOutgoing refuses, before anything commits, a message its
+// destination would refuse: once committed, such a message would fail the
+// relay on every retry and end at its on-failure destination, unsent.
 func checkOutgoing(m OutgoingMessage) error {
+	if err := checkDestination(m); err != nil {
+		return err
+	}
 	switch {
-	case m.Destination == "":
-		return fmt.Errorf("no Destination")
-	case !strings.HasPrefix(m.Destination, "https://") && !strings.HasPrefix(m.Destination, "http://") && !strings.HasPrefix(m.Destination, "eventbridge:"):
-		return fmt.Errorf("Destination %q is neither an SQS queue URL nor \"eventbridge:\" and a bus", m.Destination)
-	case m.Destination == "eventbridge:":
-		return fmt.Errorf("Destination %q names no event bus", m.Destination)
-	case strings.HasPrefix(m.Destination, "eventbridge:") && m.Type == "":
-		return fmt.Errorf("an EventBridge event needs a Type, its detail-type")
-	case strings.HasPrefix(m.Destination, "eventbridge:") && !isDetail(m.Body):
-		return fmt.Errorf("an EventBridge event's Body, its detail, must be a JSON object without an %q field, which the relay adds", "idempotencyKey")
 	case m.Body == "":
-		return fmt.Errorf("empty Body")
-	case len(m.Body) > MaxOutgoingBodyBytes:
-		return fmt.Errorf("Body is %d bytes; the limit is %d", len(m.Body), MaxOutgoingBodyBytes)
-	case !utf8.ValidString(m.Body) || !utf8.ValidString(m.Type) || !utf8.ValidString(m.GroupID):
-		return fmt.Errorf("Body, Type or GroupID is not valid UTF-8")
+		return errors.New("empty Body")
+	case !sqsText(m.Body):
+		return errors.New("Body is not valid UTF-8 or holds a character SQS refuses (a control character other than tab, LF and CR, or U+FFFE/U+FFFF)")
+	case !sqsText(m.Type) || !utf8.ValidString(m.GroupID):
+		return errors.New("Type or GroupID is not valid UTF-8, or Type holds a character SQS refuses")
 	case len(m.Attributes) > 8:
 		return fmt.Errorf("%d Attributes; SQS takes 10 a message, two of them the relay's IdempotencyKey and Type", len(m.Attributes))
 	}
+	// As SQS counts a message's size: its body, and each attribute's name,
+	// type ("String") and value, the relay's two included.
+	size := len(m.Body) + len("IdempotencyKey") + 32 + len("Type") + len(m.Type) + 2*len("String")
 	for k, v := range m.Attributes {
-		for _, r := range reservedAttributes {
-			if strings.EqualFold(k, r) {
-				return fmt.Errorf("attribute %q is the relay's own", k)
-			}
+		if err := checkAttributeName(k); err != nil {
+			return err
 		}
-		if k == "" || v == "" {
-			return fmt.Errorf("attribute %q: SQS takes no empty name or value", k)
+		if v == "" || !sqsText(v) {
+			return fmt.Errorf("attribute %q: its value is empty, not valid UTF-8, or holds a character SQS refuses", k)
 		}
+		size += len(k) + len("String") + len(v)
+	}
+	if size > MaxOutgoingBytes {
+		return fmt.Errorf("the message is %d bytes with its attributes; the limit is %d", size, MaxOutgoingBytes)
 	}
 	return nil
+}
+
+func checkDestination(m OutgoingMessage) error {
+	if bus, ok := strings.CutPrefix(m.Destination, "eventbridge:"); ok {
+		switch {
+		case bus == "":
+			return fmt.Errorf("Destination %q names no event bus", m.Destination)
+		case m.Type == "":
+			return errors.New("an EventBridge event needs a Type, its detail-type")
+		case !isDetail(m.Body):
+			return fmt.Errorf("an EventBridge event's Body, its detail, must be a JSON object without an %q field, which the relay adds", "idempotencyKey")
+		}
+		return nil
+	}
+	u, err := url.Parse(m.Destination)
+	if m.Destination == "" {
+		return errors.New("no Destination")
+	}
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(strings.Split(strings.Trim(u.Path, "/"), "/")) != 2 || strings.Contains(strings.Trim(u.Path, "/"), "//") {
+		return fmt.Errorf("Destination %q is neither an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>) nor \"eventbridge:\" and a bus", m.Destination)
+	}
+	return nil
+}
+
+// checkAttributeName applies SQS's rules for a message attribute's name.
+func checkAttributeName(k string) error {
+	for _, r := range reservedAttributes {
+		if strings.EqualFold(k, r) {
+			return fmt.Errorf("attribute %q is the relay's own", k)
+		}
+	}
+	ok := k != "" && len(k) <= 256 && !strings.HasPrefix(k, ".") && !strings.HasSuffix(k, ".") && !strings.Contains(k, "..")
+	lower := strings.ToLower(k)
+	ok = ok && !strings.HasPrefix(lower, "aws.") && !strings.HasPrefix(lower, "amazon.")
+	for i := 0; ok && i < len(k); i++ {
+		c := k[i]
+		ok = c == '_' || c == '-' || c == '.' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+	}
+	if !ok {
+		return fmt.Errorf("attribute name %q: SQS takes 1 to 256 of A-Z a-z 0-9 _ - . (no leading, trailing or doubled period, no AWS. or Amazon. prefix)", k)
+	}
+	return nil
+}
+
+// sqsText says whether SQS takes s in a body or an attribute value: valid
+// UTF-8 of #x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF.
+func sqsText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF {
+			return false
+		}
+	}
+	return true
 }

@@ -156,10 +156,16 @@ func TestOutboxOwnTable(t *testing.T) {
 	}
 	batch := []idem.Message{{ID: "b1", Source: "own"}, {ID: "b2", Source: "own"}}
 	bh := func(ctx context.Context, _ int, m idem.Message) (idem.Effect, error) { return h(ctx, m) }
+	te.Calls.Reset()
 	for i, r := range store.ProcessBatch(ctx, batch, bh) {
 		if r.Err != nil {
 			t.Fatalf("batch entry %d: %v", i, r.Err)
 		}
+	}
+	// The outbox table's key schema is the claims table's, so the batch
+	// packer tells its items apart: one transaction for both entries.
+	if n := te.Calls.Count("TransactWriteItems"); n != 1 {
+		t.Errorf("batch of 2 with a message each: want 1 transaction, got %d", n)
 	}
 	items := outboxItems(t, te.Client, outbox)
 	for _, id := range []string{"p", "l", "b1", "b2"} {
@@ -198,11 +204,19 @@ func TestOutboxRefusesBadMessages(t *testing.T) {
 		{"event detail not JSON", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "{oops"}}}, "JSON object"},
 		{"event detail with the relay's field", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: `{"idempotencyKey":"x"}`}}}, "the relay adds"},
 		{"empty body", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue}}}, "empty Body"},
-		{"body too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", idem.MaxOutgoingBodyBytes+1)}}}, "the limit is"},
+		{"body too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", idem.MaxOutgoingBytes)}}}, "the limit is"},
+		{"body and attributes too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", 200<<10), Attributes: map[string]string{"big": strings.Repeat("y", 100<<10)}}}}, "with its attributes"},
 		{"body not UTF-8", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "\xff"}}}, "not valid UTF-8"},
+		{"body with a control character", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "a\x01b"}}}, "SQS refuses"},
+		{"body with U+FFFE", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "a\uFFFEb"}}}, "SQS refuses"},
+		{"not a queue URL", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "https://example.com/not-a-queue", Body: "b"}}}, "neither an SQS queue URL"},
+		{"attribute name with a space", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b", Attributes: map[string]string{"has space": "v"}}}}, "attribute name"},
+		{"attribute name AWS.", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b", Attributes: map[string]string{"AWS.trace": "v"}}}}, "attribute name"},
+		{"attribute value not UTF-8", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b", Attributes: map[string]string{"a": "\xff"}}}}, "its value"},
 		{"too many attributes", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b", Attributes: many}}}, "9 Attributes"},
 		{"reserved attribute", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b", Attributes: map[string]string{"idempotencykey": "k"}}}}, "the relay's own"},
-		{"empty attribute", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b", Attributes: map[string]string{"a": ""}}}}, "no empty name or value"},
+		{"empty attribute value", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b", Attributes: map[string]string{"a": ""}}}}, "its value"},
+		{"empty attribute name", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b", Attributes: map[string]string{"": "v"}}}}, "attribute name"},
 		{"100 actions", idem.Effect{Writes: tooManyWrites, Messages: []idem.OutgoingMessage{ok, ok}}, "98 effect writes, 2 outgoing messages and the claim are 101 actions"},
 	}
 	for _, c := range cases {
