@@ -44,9 +44,11 @@ type OutgoingMessage struct {
 	// the IdempotencyKey and Type attributes the relay adds.
 	Attributes map[string]string
 
-	// GroupID is the message group on a FIFO queue: messages of one group
-	// are delivered in order. Defaults to the claim key, so that the
-	// messages of one effect keep their order and others do not wait.
+	// GroupID is the message group on a FIFO queue. Defaults to the claim
+	// key. The relay does not promise order, even within a group: each
+	// outbox item is its own stream item, ordered only against itself,
+	// and a batch's failed entry is sent again after the ones behind it.
+	// Give a consumer that needs order a sequence in the body.
 	GroupID string
 }
 

@@ -36,6 +36,9 @@ func ReadStream(ctx context.Context, client *dynamodb.Client, table string) ([]e
 	if arn == "" {
 		return nil, fmt.Errorf("%s has no stream", table)
 	}
+	if client.Options().BaseEndpoint == nil {
+		return nil, fmt.Errorf("the client has no endpoint (BaseEndpoint): streams are read from a local server's")
+	}
 	r := &StreamReader{endpoint: aws.ToString(client.Options().BaseEndpoint), arn: arn, next: map[string]*string{}}
 	return r.read(ctx)
 }
@@ -62,7 +65,8 @@ func NewStreamReader(tb testing.TB, client *dynamodb.Client, table string) *Stre
 }
 
 // Read returns the stream's records written since the last Read, shard by
-// shard, in order within each.
+// shard, in order within each. An open shard's reading resumes where the
+// last Read ended.
 func (r *StreamReader) Read(tb testing.TB) []events.DynamoDBEventRecord {
 	tb.Helper()
 	recs, err := r.read(context.Background())
@@ -82,6 +86,9 @@ func (r *StreamReader) read(ctx context.Context) ([]events.DynamoDBEventRecord, 
 	var records []events.DynamoDBEventRecord
 	for _, sh := range stream.StreamDescription.Shards {
 		it, ok := r.next[sh.ShardId]
+		if ok && it == nil {
+			continue // a closed shard, read to its end
+		}
 		if !ok {
 			var out struct{ ShardIterator *string }
 			if err := streamsCall(ctx, r.endpoint, "GetShardIterator", map[string]string{"StreamArn": r.arn, "ShardId": sh.ShardId, "ShardIteratorType": "TRIM_HORIZON"}, &out); err != nil {
@@ -98,10 +105,8 @@ func (r *StreamReader) read(ctx context.Context) ([]events.DynamoDBEventRecord, 
 				return nil, err
 			}
 			records = append(records, page.Records...)
-			if page.NextShardIterator != nil {
-				it = page.NextShardIterator
-			}
-			if len(page.Records) == 0 || page.NextShardIterator == nil {
+			it = page.NextShardIterator // nil once a closed shard is read to its end
+			if len(page.Records) == 0 {
 				break
 			}
 		}

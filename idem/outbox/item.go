@@ -31,7 +31,16 @@ var errNotOutbox = errors.New("not an outbox item")
 // replacement of one, another error when it is one the relay cannot read.
 func readItem(rec events.DynamoDBEventRecord) (item, error) {
 	img := rec.Change.NewImage
-	if (rec.EventName != "INSERT" && rec.EventName != "MODIFY") || str(img, idem.OutboxKindAttr) != idem.OutboxKind {
+	if rec.EventName != "INSERT" && rec.EventName != "MODIFY" {
+		return item{}, errNotOutbox
+	}
+	if len(img) == 0 {
+		// A KEYS_ONLY or OLD_IMAGE stream: no record tells an outbox item,
+		// and passing them over would drop every message without a word.
+		return item{}, fmt.Errorf("record %s has no new image: the stream's view type is %q; the relay needs NEW_IMAGE or NEW_AND_OLD_IMAGES",
+			rec.EventID, rec.Change.StreamViewType)
+	}
+	if str(img, idem.OutboxKindAttr) != idem.OutboxKind {
 		return item{}, errNotOutbox
 	}
 	it := item{
@@ -49,8 +58,7 @@ func readItem(rec events.DynamoDBEventRecord) (item, error) {
 	}
 	switch {
 	case it.id == "" || it.destination == "" || it.body == "":
-		return item{}, fmt.Errorf("outbox item %q lacks its %s, %s or %s (is the stream's view type NEW_IMAGE or NEW_AND_OLD_IMAGES?)",
-			it.id, idem.OutboxIDAttr, idem.OutboxDestinationAttr, idem.OutboxBodyAttr)
+		return item{}, fmt.Errorf("outbox item %q lacks its %s, %s or %s", it.id, idem.OutboxIDAttr, idem.OutboxDestinationAttr, idem.OutboxBodyAttr)
 	case isEventBridge(it.destination) && it.typ == "":
 		return item{}, fmt.Errorf("outbox item %s: an EventBridge event needs a type", it.id)
 	}

@@ -14,6 +14,7 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 )
 
 // SQSAPI is the call the relay sends to SQS with. *sqs.Client
@@ -84,6 +85,10 @@ type SendError struct {
 	ID          string // the outbox id
 	Destination string
 	Code        string // the service's error code, when it answered one
+	// SenderFault says the service refused the message itself (access
+	// denied, no such queue, an invalid message): retries will not send
+	// it, and it will reach the relay's on-failure destination.
+	SenderFault bool
 	Err         error
 }
 
@@ -103,7 +108,9 @@ func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.Dyn
 		rec := ev.Records[i]
 		level := slog.LevelWarn
 		var bad *badItemError
-		if errors.As(err, &bad) {
+		var se *SendError
+		if errors.As(err, &bad) || (errors.As(err, &se) && se.SenderFault) {
+			// No retry mends it: it will end at the on-failure destination.
 			level = slog.LevelError
 		}
 		r.o.Logger.LogAttrs(ctx, level, "outbox: record not sent; the batch is retried from it",
@@ -135,7 +142,7 @@ func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (i
 		it item
 	}
 	var chunk []pending
-	size := 0
+	size, sent := 0, false
 	flush := func() (int, error) {
 		if len(chunk) == 0 {
 			return 0, nil
@@ -145,13 +152,16 @@ func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (i
 			items[k] = p.it
 		}
 		first := chunk[0].i
-		if err := r.nearDeadline(ctx, first); err != nil {
+		if err := r.nearDeadline(ctx, sent); err != nil {
 			return first, err
 		}
-		k, err := r.send(ctx, items)
+		cctx, cancel := r.callContext(ctx)
+		k, err := r.send(cctx, items)
+		cancel()
 		if err != nil {
 			return chunk[k].i, err
 		}
+		sent = true
 		chunk, size = chunk[:0], 0
 		return 0, nil
 	}
@@ -182,15 +192,30 @@ func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (i
 }
 
 // nearDeadline stops a send that would start inside the deadline margin,
-// unless it is the batch's first.
-func (r *Relay) nearDeadline(ctx context.Context, i int) error {
+// unless nothing was sent yet, so that a short timeout cannot stall the
+// shard.
+func (r *Relay) nearDeadline(ctx context.Context, sent bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if d, ok := ctx.Deadline(); ok && i > 0 && r.o.DeadlineMargin > 0 && time.Until(d) < r.o.DeadlineMargin {
+	if d, ok := ctx.Deadline(); ok && sent && r.o.DeadlineMargin > 0 && time.Until(d) < r.o.DeadlineMargin {
 		return errors.New("outbox: not sent: the deadline is near")
 	}
 	return nil
+}
+
+// callContext bounds one send by half the margin before the deadline: a
+// send that hangs then fails its own records, answered in time, instead of
+// timing out the invoke and having the whole batch sent again.
+func (r *Relay) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok || r.o.DeadlineMargin <= 0 {
+		return ctx, func() {}
+	}
+	if cut := d.Add(-r.o.DeadlineMargin / 2); time.Until(cut) > 100*time.Millisecond {
+		return context.WithDeadline(ctx, cut)
+	}
+	return ctx, func() {}
 }
 
 // send sends items, all bound for one destination, in one call; on
@@ -224,20 +249,20 @@ func (r *Relay) sendMessages(ctx context.Context, items []item) (int, error) {
 	}
 	out, err := r.o.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
 	if err != nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: err}
+		return 0, &SendError{ID: items[0].id, Destination: dest, SenderFault: clientFault(err), Err: err}
 	}
-	first, code, msg := len(items), "", ""
+	first, code, msg, fault := len(items), "", "", false
 	for _, f := range out.Failed {
 		k, err := strconv.Atoi(aws.ToString(f.Id))
 		if err != nil || k < 0 || k >= len(items) {
 			k = 0 // an answer that names no entry we sent: count it against the first
 		}
 		if k < first {
-			first, code, msg = k, aws.ToString(f.Code), aws.ToString(f.Message)
+			first, code, msg, fault = k, aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault
 		}
 	}
 	if first < len(items) {
-		return first, &SendError{ID: items[first].id, Destination: dest, Code: code, Err: fmt.Errorf("SQS did not take it: %s %s", code, msg)}
+		return first, &SendError{ID: items[first].id, Destination: dest, Code: code, SenderFault: fault, Err: fmt.Errorf("SQS did not take it: %s %s", code, msg)}
 	}
 	if n := len(out.Successful); n != len(items) {
 		return 0, &SendError{ID: items[0].id, Destination: dest, Err: fmt.Errorf("SQS answered %d successes for %d entries", n, len(items))}
@@ -267,7 +292,7 @@ func (r *Relay) putEvents(ctx context.Context, items []item) (int, error) {
 	}
 	out, err := r.o.EventBridge.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
 	if err != nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: err}
+		return 0, &SendError{ID: items[0].id, Destination: dest, SenderFault: clientFault(err), Err: err}
 	}
 	if len(out.Entries) != len(items) {
 		return 0, &SendError{ID: items[0].id, Destination: dest, Err: fmt.Errorf("EventBridge answered %d entries for %d", len(out.Entries), len(items))}
@@ -275,8 +300,24 @@ func (r *Relay) putEvents(ctx context.Context, items []item) (int, error) {
 	for k, e := range out.Entries {
 		if e.ErrorCode != nil || e.EventId == nil {
 			code := aws.ToString(e.ErrorCode)
-			return k, &SendError{ID: items[k].id, Destination: dest, Code: code, Err: fmt.Errorf("EventBridge did not take it: %s %s", code, aws.ToString(e.ErrorMessage))}
+			// EventBridge names these two retryable; the others are the entry's.
+			fault := code != "InternalFailure" && code != "ThrottlingException"
+			return k, &SendError{ID: items[k].id, Destination: dest, Code: code, SenderFault: fault, Err: fmt.Errorf("EventBridge did not take it: %s %s", code, aws.ToString(e.ErrorMessage))}
 		}
 	}
 	return 0, nil
+}
+
+// clientFault says whether err is the service's refusal of the request
+// itself (a 4xx other than throttling), which no retry mends.
+func clientFault(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorFault() != smithy.FaultClient {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "ThrottlingException", "Throttling", "RequestThrottled", "KmsThrottled":
+		return false
+	}
+	return true
 }

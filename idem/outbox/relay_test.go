@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,6 +139,11 @@ func TestRelay(t *testing.T) {
 		{name: "no EventBridge client", records: func() []events.DynamoDBEventRecord {
 			return []events.DynamoDBEventRecord{record(0, queue, "a"), record(1, "eventbridge:bus", `{}`)}
 		}, noEvents: true, wantCalls: []int{1}, wantFail: "1001"},
+		{name: "a stream without new images", records: func() []events.DynamoDBEventRecord {
+			keys := record(1, queue, "b")
+			keys.Change.NewImage, keys.Change.StreamViewType = nil, "KEYS_ONLY"
+			return []events.DynamoDBEventRecord{record(0, queue, "a"), keys, record(2, queue, "c")}
+		}, wantCalls: []int{1}, wantFail: "1001"},
 		{name: "an item that cannot be read", records: func() []events.DynamoDBEventRecord {
 			bad := record(1, queue, "b")
 			delete(bad.Change.NewImage, idem.OutboxDestinationAttr)
@@ -218,4 +224,37 @@ func TestNewNeedsAClient(t *testing.T) {
 	if _, err := outbox.New(); err == nil || !strings.Contains(err.Error(), "Options.SQS or Options.EventBridge") {
 		t.Fatalf("want an error naming the options, got %v", err)
 	}
+}
+
+// TestSenderFaultsAreErrors: a message SQS refuses for itself is logged at
+// ERROR, as no retry sends it; a throttled one at WARN.
+func TestSenderFaultsAreErrors(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		fault  bool
+		expect string
+	}{{"sender fault", true, "level=ERROR"}, {"server fault", false, "level=WARN"}} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs strings.Builder
+			fs := &faultySQS{senderFault: c.fault}
+			r, err := outbox.New(func(o *outbox.Options) { o.SQS = fs; o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, _ := r.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record(0, queue, "a")}})
+			if len(resp.BatchItemFailures) != 1 || !strings.Contains(logs.String(), c.expect) {
+				t.Errorf("want the record failed and logged at %s, got %v and %q", c.expect, resp.BatchItemFailures, logs.String())
+			}
+		})
+	}
+}
+
+type faultySQS struct{ senderFault bool }
+
+func (f *faultySQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InvalidParameterValue"), SenderFault: f.senderFault})
+	}
+	return out, nil
 }
