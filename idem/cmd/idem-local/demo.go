@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/localstack"
 	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
 	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
@@ -147,9 +148,17 @@ func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[
 	}
 	printReceipts(ctx, w, s, accounts, credits, n)
 	if t, ok := s.Tables["ProcessedTable"]; ok {
-		out, err := s.DynamoDB().Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(t.Name), Select: ddbtypes.SelectCount})
+		// The claims share the table with the outbox items the credits wrote.
+		out, err := s.DynamoDB().Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(t.Name), ConsistentRead: aws.Bool(true),
+			ProjectionExpression: aws.String("#k"), ExpressionAttributeNames: map[string]string{"#k": idem.OutboxKindAttr}})
 		if err == nil {
-			fmt.Fprintf(w, "demo: %d claim(s) in %s\n", out.Count, t.Name)
+			outbox := 0
+			for _, it := range out.Items {
+				if k, ok := it[idem.OutboxKindAttr].(*ddbtypes.AttributeValueMemberS); ok && k.Value == idem.OutboxKind {
+					outbox++
+				}
+			}
+			fmt.Fprintf(w, "demo: %d claim(s) and %d outbox item(s) in %s\n", len(out.Items)-outbox, outbox, t.Name)
 		}
 	}
 	malformed := 0
