@@ -7,9 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
@@ -17,22 +15,6 @@ import (
 )
 
 const ledgerQueue = "https://sqs.us-east-1.amazonaws.com/123456789012/ledger"
-
-// outboxItems reads the outbox items of table by their id.
-func outboxItems(t *testing.T, client *dynamodb.Client, table string) map[string]map[string]types.AttributeValue {
-	t.Helper()
-	out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := map[string]map[string]types.AttributeValue{}
-	for _, it := range out.Items {
-		if k, ok := it[idem.OutboxKindAttr].(*types.AttributeValueMemberS); ok && k.Value == idem.OutboxKind {
-			items[it[idem.OutboxIDAttr].(*types.AttributeValueMemberS).Value] = it
-		}
-	}
-	return items
-}
 
 func str(item map[string]types.AttributeValue, name string) string {
 	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
@@ -74,7 +56,7 @@ func TestOutboxCommitsWithTheEffect(t *testing.T) {
 			t.Fatalf("delivery %d: want %s, got %s", i, want, res.Outcome)
 		}
 	}
-	items := outboxItems(t, e.client, e.processed)
+	items := idemtest.OutboxItems(t, e.client, e.processed)
 	if len(items) != 2 {
 		t.Fatalf("want 2 outbox items after 3 deliveries, got %d", len(items))
 	}
@@ -113,7 +95,7 @@ func TestOutboxCommitsWithTheEffect(t *testing.T) {
 	if err != nil || res.Outcome != idem.Rejected {
 		t.Fatalf("want Rejected, got %v, %v", res.Outcome, err)
 	}
-	if n := len(outboxItems(t, e.client, e.processed)); n != 2 {
+	if n := len(idemtest.OutboxItems(t, e.client, e.processed)); n != 2 {
 		t.Errorf("want still 2 outbox items, got %d", n)
 	}
 }
@@ -167,7 +149,7 @@ func TestOutboxOwnTable(t *testing.T) {
 	if n := te.Calls.Count("TransactWriteItems"); n != 1 {
 		t.Errorf("batch of 2 with a message each: want 1 transaction, got %d", n)
 	}
-	items := outboxItems(t, te.Client, outbox)
+	items := idemtest.OutboxItems(t, te.Client, outbox)
 	for _, id := range []string{"p", "l", "b1", "b2"} {
 		it, ok := items[idem.OutboxID("own#"+id, 0)]
 		if !ok || str(it, idem.OutboxBodyAttr) != id {

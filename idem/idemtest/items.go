@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
 )
 
 // Number reads the number attribute attr of the item whose string partition
@@ -50,6 +52,29 @@ func ItemCount(tb testing.TB, client *dynamodb.Client, table string) int {
 		n += int(out.Count)
 	}
 	return n
+}
+
+// OutboxItems reads the outbox items of table (idem.Effect.Messages, as
+// written in the claims' transactions), every page, with a consistent
+// Scan, keyed by their outbox id.
+func OutboxItems(tb testing.TB, client *dynamodb.Client, table string) map[string]map[string]types.AttributeValue {
+	tb.Helper()
+	items := map[string]map[string]types.AttributeValue{}
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			tb.Fatalf("idemtest: scan %s: %v", table, err)
+		}
+		for _, it := range out.Items {
+			kind, _ := it[idem.OutboxKindAttr].(*types.AttributeValueMemberS)
+			id, _ := it[idem.OutboxIDAttr].(*types.AttributeValueMemberS)
+			if kind != nil && kind.Value == idem.OutboxKind && id != nil {
+				items[id.Value] = it
+			}
+		}
+	}
+	return items
 }
 
 // CheckJSONRoundTrip decodes raw into v, refusing fields v's type does not

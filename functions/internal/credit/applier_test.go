@@ -3,32 +3,16 @@ package credit_test
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 )
-
-// outboxItems reads the outbox items of the processed-ids table.
-func outboxItems(t *testing.T, client *dynamodb.Client, table string) []map[string]types.AttributeValue {
-	t.Helper()
-	filter, err := expression.NewBuilder().WithFilter(expression.Name(idem.OutboxKindAttr).Equal(expression.Value(idem.OutboxKind))).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), FilterExpression: filter.Filter(),
-		ExpressionAttributeNames: filter.Names(), ExpressionAttributeValues: filter.Values(), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.Items
-}
 
 func str(item map[string]types.AttributeValue, name string) string {
 	s, _ := item[name].(*types.AttributeValueMemberS)
@@ -67,7 +51,7 @@ func TestApplierAnnouncesOnTheLedger(t *testing.T) {
 			if got := env.Balance(t, "acc-9"); got != 500 {
 				t.Errorf("balance: expect 500, got %d", got)
 			}
-			items := outboxItems(t, env.Client, env.Processed)
+			items := slices.Collect(maps.Values(idemtest.OutboxItems(t, env.Client, env.Processed)))
 			if len(items) != tc.want {
 				t.Fatalf("expect %d outbox item(s), got %d: %v", tc.want, len(items), items)
 			}

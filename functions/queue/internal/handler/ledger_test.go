@@ -3,12 +3,11 @@ package handler_test
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/internal/credit"
@@ -51,7 +50,7 @@ func TestCreditAppliedOnTheLedger(t *testing.T) {
 			if got := e.Balance(t, "acc-9"); got != 500 {
 				t.Errorf("balance: expect 500, got %d", got)
 			}
-			items := outboxItems(t, e.Client, e.Processed)
+			items := slices.Collect(maps.Values(idemtest.OutboxItems(t, e.Client, e.Processed)))
 			if len(items) != tc.want {
 				t.Fatalf("expect %d outbox item(s), got %d", tc.want, len(items))
 			}
@@ -70,19 +69,4 @@ func TestCreditAppliedOnTheLedger(t *testing.T) {
 			}
 		})
 	}
-}
-
-// outboxItems reads the outbox items of the processed-ids table.
-func outboxItems(t *testing.T, client *dynamodb.Client, table string) []map[string]types.AttributeValue {
-	t.Helper()
-	filter, err := expression.NewBuilder().WithFilter(expression.Name(idem.OutboxKindAttr).Equal(expression.Value(idem.OutboxKind))).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), FilterExpression: filter.Filter(),
-		ExpressionAttributeNames: filter.Names(), ExpressionAttributeValues: filter.Values(), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.Items
 }

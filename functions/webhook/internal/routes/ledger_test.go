@@ -1,14 +1,12 @@
 package routes_test
 
 import (
-	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/internal/credit"
@@ -49,7 +47,7 @@ func TestCreditAppliedOnTheLedger(t *testing.T) {
 						t.Fatalf("delivery %d: expect 200 %s, got %d %s", i, r.answer, resp.StatusCode, resp.Body)
 					}
 				}
-				items := outboxItems(t, f.Client, f.Processed)
+				items := slices.Collect(maps.Values(idemtest.OutboxItems(t, f.Client, f.Processed)))
 				if len(items) != tc.want {
 					t.Fatalf("expect %d outbox item(s), got %d", tc.want, len(items))
 				}
@@ -70,19 +68,4 @@ func TestCreditAppliedOnTheLedger(t *testing.T) {
 			})
 		}
 	}
-}
-
-// outboxItems reads the outbox items of the processed-ids table.
-func outboxItems(t *testing.T, client *dynamodb.Client, table string) []map[string]types.AttributeValue {
-	t.Helper()
-	filter, err := expression.NewBuilder().WithFilter(expression.Name(idem.OutboxKindAttr).Equal(expression.Value(idem.OutboxKind))).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), FilterExpression: filter.Filter(),
-		ExpressionAttributeNames: filter.Names(), ExpressionAttributeValues: filter.Values(), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.Items
 }
