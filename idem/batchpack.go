@@ -17,7 +17,8 @@ import (
 // taken to touch the whole table.
 func (b *batchRun) measure(es []*entry) {
 	// The outbox table has the claims table's key schema (Options.OutboxTable).
-	keyAttrs := map[string][]string{b.s.table: b.s.keyAttributeNames(), b.s.opts.OutboxTable: b.s.keyAttributeNames()}
+	names := b.s.keyAttributeNames()
+	keyAttrs := map[string][]string{b.s.table: names, b.s.opts.OutboxTable: names}
 	type put struct {
 		t    *target
 		item map[string]types.AttributeValue

@@ -66,7 +66,8 @@ func (s *Store) validateEffect(key string, eff *Effect) (err error) {
 	}
 	// Key attribute names per table, as far as this transaction tells them:
 	// the claim table's from the options, others from their writes' Keys.
-	keyAttrs := map[string][]string{s.table: s.keyAttributeNames(), s.opts.OutboxTable: s.keyAttributeNames()}
+	names := s.keyAttributeNames()
+	keyAttrs := map[string][]string{s.table: names, s.opts.OutboxTable: names}
 	seen := map[target]int{{s.table, canonicalKey(s.keyItem(key))}: -1}
 	var puts []int
 	size := 0
