@@ -83,8 +83,11 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 			retry = true
 		case "ValidationError":
 			what := fmt.Sprintf("effect write %d", i-1)
-			if i == 0 {
+			switch {
+			case i == 0:
 				what = "the claim"
+			case i <= len(writes) && outboxID(writes[i-1]) != "":
+				what = "the outgoing message " + outboxID(writes[i-1])
 			}
 			return Result{}, &InvalidError{Key: rec.Key, Reason: what + ": " + aws.ToString(r.Message), Server: true}, false
 		}

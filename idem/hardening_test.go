@@ -311,7 +311,8 @@ func TestBatchDeadlineFailsOnlyTheBlamed(t *testing.T) {
 }
 
 // TestErrorsSayWhatHappened: a ValidationError on the claim names the
-// claim, and RetryableError.Attempts counts every send.
+// claim, on an outbox item its message, and RetryableError.Attempts counts
+// every send.
 func TestErrorsSayWhatHappened(t *testing.T) {
 	fake := &scripted{errs: []error{cancelled("ValidationError", "None")}}
 	store, err := idem.New(fake, "processed", func(o *idem.Options) {})
@@ -321,6 +322,18 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 	_, err = store.Process(context.Background(), idem.Message{ID: "m", Source: "s"}, noop)
 	if !errors.Is(err, idem.ErrInvalid) || !strings.Contains(err.Error(), "the claim: ValidationError") || strings.Contains(err.Error(), "-1") {
 		t.Errorf("want the claim named, got %v", err)
+	}
+	// An outgoing message's outbox item is named as such, not by its index
+	// among the writes.
+	fake = &scripted{errs: []error{cancelled("None", "ValidationError")}}
+	if store, err = idem.New(fake, "processed"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Process(context.Background(), idem.Message{ID: "m", Source: "s"}, func(context.Context, idem.Message) (idem.Effect, error) {
+		return idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "https://sqs.us-east-1.amazonaws.com/1/q", Body: "b"}}}, nil
+	})
+	if want := "the outgoing message " + idem.OutboxID("s#m", 0); !errors.Is(err, idem.ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("want %q named, got %v", want, err)
 	}
 	fake = &scripted{errs: []error{cancelled("TransactionConflict"), cancelled("TransactionConflict"), io.ErrUnexpectedEOF}}
 	store, err = idem.New(fake, "processed", func(o *idem.Options) {

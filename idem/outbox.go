@@ -154,6 +154,19 @@ func isDetail(body string) bool {
 	return !taken
 }
 
+// outboxID is the id of the outbox item w puts, or "" when w is none.
+func outboxID(w types.TransactWriteItem) string {
+	if w.Put == nil {
+		return ""
+	}
+	kind, _ := w.Put.Item[OutboxKindAttr].(*types.AttributeValueMemberS)
+	id, _ := w.Put.Item[OutboxIDAttr].(*types.AttributeValueMemberS)
+	if kind == nil || kind.Value != OutboxKind || id == nil {
+		return ""
+	}
+	return id.Value
+}
+
 // reservedAttributes are the SQS message attributes the relay sets.
 var reservedAttributes = []string{"IdempotencyKey", "Type"}
 
