@@ -177,7 +177,7 @@ func checkRedelivery(t *testing.T, fn string, out []byte, committed bool) {
 }
 
 // binaries are the emulator and the two functions, built once per test.
-type binaries struct{ rie, queue, webhook string }
+type binaries struct{ rie, queue, webhook, relay string }
 
 func buildFunctions(t *testing.T) binaries {
 	t.Helper()
@@ -186,14 +186,16 @@ func buildFunctions(t *testing.T) binaries {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	b := binaries{rie: filepath.Join(dir, "aws-lambda-rie"), queue: filepath.Join(dir, "queue", "bootstrap"), webhook: filepath.Join(dir, "webhook", "bootstrap")}
+	b := binaries{rie: filepath.Join(dir, "aws-lambda-rie"), queue: filepath.Join(dir, "queue", "bootstrap"), webhook: filepath.Join(dir, "webhook", "bootstrap"),
+		relay: filepath.Join(dir, "relay", "bootstrap")}
 	var wg sync.WaitGroup
-	errs := make([]error, 3)
+	errs := make([]error, 4)
 	// The emulator from its pinned version, outside this module's go.mod.
-	wg.Go(func() { _, errs[2] = localstack.BuildRIE(context.Background(), "go", dir) })
+	wg.Go(func() { _, errs[3] = localstack.BuildRIE(context.Background(), "go", dir) })
 	for i, args := range [][]string{
 		{"build", "-tags", "lambda.norpc", "-o", b.queue, "./functions/queue"},
 		{"build", "-tags", "lambda.norpc", "-o", b.webhook, "./functions/webhook"},
+		{"build", "-tags", "lambda.norpc", "-o", b.relay, "./functions/relay"},
 	} {
 		wg.Go(func() {
 			cmd := exec.Command("go", args...)
@@ -221,10 +223,7 @@ type function struct {
 // overrides, its environment.
 func (b binaries) function(t *testing.T, fn, dynamodb string, tb *tables, env ...string) *function {
 	t.Helper()
-	bootstrap := b.queue
-	if fn == "webhook" {
-		bootstrap = b.webhook
-	}
+	bootstrap := map[string]string{"queue": b.queue, "webhook": b.webhook, "relay": b.relay}[fn]
 	out := &syncBuffer{}
 	f := localstack.NewFunction(localstack.FunctionConfig{
 		Name: fn, RIE: b.rie, Bootstrap: bootstrap, Timeout: functionTimeout * time.Second, MaxInstances: 1, Output: out,

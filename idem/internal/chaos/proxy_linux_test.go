@@ -69,6 +69,10 @@ type proxy struct {
 
 	cutToken string // cutAnswer's request, by its ClientRequestToken
 	cuts     int    // answers cut
+
+	// op is the call the plan acts at, by the end of its X-Amz-Target.
+	// Defaults to ".TransactWriteItems"; ".SendMessageBatch" for a relay.
+	op string
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -103,7 +107,11 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	a := pass
 	var victim func() (*proc, error)
 	var acted chan struct{}
-	if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+	op := p.op
+	if op == "" {
+		op = ".TransactWriteItems"
+	}
+	if strings.HasSuffix(r.Header.Get("X-Amz-Target"), op) {
 		p.mu.Lock()
 		if p.cutToken != "" && requestToken(body) == p.cutToken {
 			a = cutAnswer
