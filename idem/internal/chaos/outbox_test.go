@@ -246,7 +246,7 @@ func TestChaosOutbox(t *testing.T) {
 					}
 					ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
 					for i, m := range out.Messages {
-						ev.Records[i] = sqsEventRecord(m)
+						ev.Records[i] = idemtest.SQSRecord(m, "arn:aws:sqs:us-east-1:123456789012:ledger")
 					}
 					resp, err := consume(ctx, ev)
 					if err != nil {
@@ -363,17 +363,6 @@ func drained(t *testing.T, c *sqs.Client, url string) bool {
 	}
 	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)] == "0" &&
 		out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)] == "0"
-}
-
-// sqsEventRecord is m as Lambda's event source mapping hands it over.
-func sqsEventRecord(m sqstypes.Message) events.SQSMessage {
-	rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
-		Attributes: m.Attributes, MessageAttributes: map[string]events.SQSMessageAttribute{},
-		EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:ledger", AWSRegion: "us-east-1"}
-	for k, v := range m.MessageAttributes {
-		rec.MessageAttributes[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue}
-	}
-	return rec
 }
 
 // hopStats counts one hop's deliveries.

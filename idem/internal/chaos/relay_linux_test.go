@@ -135,7 +135,7 @@ func TestRelayKilled(t *testing.T) {
 				}
 				ev := events.SQSEvent{}
 				for _, m := range rcv.Messages {
-					rec := sqsEventRecord(m)
+					rec := idemtest.SQSRecord(m, "arn:aws:sqs:us-east-1:123456789012:relay-killed")
 					seen[aws.ToString(rec.MessageAttributes["IdempotencyKey"].StringValue)]++
 					ev.Records = append(ev.Records, rec)
 					if _, err := plain.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
