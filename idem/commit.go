@@ -59,6 +59,9 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 	}
 	reasons := tce.CancellationReasons
 	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+		if isOutboxItem(reasons[0].Item) {
+			return Result{}, errOutboxKey(rec.Key), false
+		}
 		stored := s.decodeRecord(reasons[0].Item)
 		switch {
 		case rec.Token != 0: // a lease's commit: whatever holds the key now, it is not this lease
@@ -76,6 +79,9 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 	for i, r := range reasons {
 		switch aws.ToString(r.Code) {
 		case "ConditionalCheckFailed":
+			if i > 0 && i <= len(writes) && outboxID(writes[i-1]) != "" {
+				return Result{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("the outgoing message %s: its key %q is another item's: do Stores share the table without distinct KeyPrefixes?", outboxID(writes[i-1]), s.outboxKey(outboxID(writes[i-1]))), Server: true}, false
+			}
 			if i > 0 && i <= len(writes) {
 				return Result{}, &RejectedError{Key: rec.Key, Index: i - 1, Table: writeTable(writes[i-1]), Item: r.Item}, false
 			}
@@ -96,6 +102,12 @@ func (s *Store) classify(rec Record, writes []types.TransactWriteItem, err error
 		return Result{}, err, true
 	}
 	return Result{}, &StoreError{Key: rec.Key, Err: err}, false
+}
+
+// errOutboxKey: a claim key that is an outbox item's key, as when a Store
+// that shares the table without a distinct KeyPrefix sends messages.
+func errOutboxKey(key string) error {
+	return &InvalidError{Key: key, Reason: "the claim key is an outbox item's: do Stores share the table without distinct KeyPrefixes?", Server: true}
 }
 
 // callError classifies a call's error that is not a cancellation: what

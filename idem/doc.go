@@ -42,9 +42,10 @@
 // lease is live, other deliveries make no call (*LeaseHeldError).
 //
 // Messages to other services go in Effect.Messages: each is written as an
-// outbox item in the same transaction, under an id its redeliveries share
-// (OutboxID), and idem/outbox relays it from the table's stream to SQS or
-// EventBridge at least once, for the next consumer to deduplicate.
+// outbox item in the same transaction, under an id that names the claim
+// which committed it, and idem/outbox relays it from the table's stream
+// to SQS or EventBridge at least once, always under that id, for the next
+// consumer to deduplicate.
 //
 // Claim records expire after Options.RetentionDays; DynamoDB TTL deletes them
 // lazily, so the claim treats an expired record that still lingers as absent.

@@ -163,15 +163,16 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 	hctx, cancel := context.WithTimeout(context.WithValue(withDelivery(ctx, msg, key), leaseKey{}, lease), lease.Until.Sub(s.opts.Now()))
 	eff, err := runHandler(hctx, msg, key, h)
 	cancel()
+	now := s.opts.Now()
+	rec := id
+	rec.ClaimedAt, rec.ExpiresAt = lease.ClaimedAt, now.Add(s.opts.Retention())
 	if err == nil {
-		err = s.validateEffect(key, &eff)
+		err = s.validateEffect(rec, &eff, now)
 	}
 	if err != nil {
 		s.release(ctx, key, lease.id)
 		return Result{}, err
 	}
-	rec := id
-	rec.ClaimedAt, rec.ExpiresAt = lease.ClaimedAt, s.opts.Now().Add(s.opts.Retention())
 	rec.Outcome, rec.Response, rec.Token, rec.lease = Processed, eff.Response, lease.Token, lease.id
 	res, err = s.finish(ctx, msg, rec, eff, s.fencedClaim)
 	if err != nil && !errors.Is(err, ErrFenced) {
@@ -246,6 +247,9 @@ func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Recor
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		if isOutboxItem(ccf.Item) {
+			return Record{}, false, errOutboxKey(id.Key)
+		}
 		// Our own claim, when an SDK resend follows a first send that
 		// applied with its answer lost.
 		stored := s.decodeRecord(ccf.Item)

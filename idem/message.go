@@ -47,8 +47,10 @@ type Effect struct {
 	// Messages are sent to other services through the transactional
 	// outbox: each is written as an item of Options.OutboxTable in the
 	// same transaction, counted in its 100 actions and 4 MB, and relayed
-	// from the table's stream at least once, under an id the same on every
-	// delivery (OutboxID). A Duplicate or a recorded rejection sends none.
+	// from the table's stream at least once, under an id that names the
+	// committed claim (its table, key and time) and the message's index,
+	// the same on every send. A Duplicate or a recorded rejection sends
+	// none.
 	Messages []OutgoingMessage
 
 	// Response is stored with the claim and returned to every duplicate

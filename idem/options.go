@@ -18,7 +18,11 @@ type Options struct {
 	SortKeyValue string
 
 	// KeyPrefix starts every claim key, so claim records can share a table
-	// with other items (single-table designs). Defaults to "".
+	// with other items (single-table designs). It ends with "#", such as
+	// "IDEM#", so that no prefix and scope read as another's; New refuses
+	// one that does not. Stores that share a table each need their own
+	// prefix, none the start of another's ("A#" and "A#B#" could meet):
+	// keys are told apart by prefix and scope only. Defaults to "".
 	KeyPrefix string
 
 	// Scope is the namespace of message ids: the claim key is

@@ -1,9 +1,6 @@
 package idem
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,16 +10,21 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // OutgoingMessage is a message to another service that an effect sends
 // through the transactional outbox: it is written as an outbox item in the
 // same transaction as the message's claim and the effect's writes, so it
 // exists exactly when the effect was applied, and a relay on the outbox's
-// stream delivers it at least once. Its id, derived from the claim key and
-// its place in Effect.Messages, is the same on every delivery of the
-// message, so the consumer at the other end deduplicates on it.
+// stream delivers it at least once. Its id names the claim that committed
+// it (the table, the key, the claim's time) and its place in
+// Effect.Messages: the relay sends it under that id every time, so the
+// consumer at the other end deduplicates on it, and a message claimed
+// again after its claim expired sends under new ids.
 type OutgoingMessage struct {
 	// Destination is where the relay delivers the message: an SQS queue
 	// URL (a FIFO queue's ends in ".fifo"), or "eventbridge:" followed by
@@ -58,45 +60,22 @@ type OutgoingMessage struct {
 // limit.
 const MaxOutgoingBytes = 256 << 10
 
-// Outbox items' attribute names, besides the table's key and its TTL
-// attribute (Options.Attributes.Key, SortKey and ExpiresAt). The relay
-// reads them from the stream's new images.
-const (
-	OutboxKindAttr        = "kind"        // "outbox" (S): tells outbox items from claims in a shared table
-	OutboxIDAttr          = "outboxId"    // the message's id (S)
-	OutboxDestinationAttr = "destination" // OutgoingMessage.Destination (S)
-	OutboxTypeAttr        = "type"        // OutgoingMessage.Type (S), absent when empty
-	OutboxBodyAttr        = "body"        // OutgoingMessage.Body (S)
-	OutboxAttributesAttr  = "attributes"  // OutgoingMessage.Attributes (M of S), absent when empty
-	OutboxGroupAttr       = "groupId"     // OutgoingMessage.GroupID or its default (S)
-	OutboxClaimAttr       = "claimKey"    // the claim key of the message that sent it (S)
-	OutboxCreatedAtAttr   = "createdAt"   // when it was written, RFC 3339 (S)
-
-	// OutboxKind is the value of OutboxKindAttr on every outbox item.
-	OutboxKind = "outbox"
-)
-
-// OutboxID is the id of the outgoing message at index i of the effect of
-// the message whose claim key is key: the same on every delivery, distinct
-// per message and per index, 32 hex digits, fit for an SQS deduplication
-// id and a message attribute.
-func OutboxID(key string, i int) string {
-	sum := sha256.Sum256([]byte(key + "\x00outbox\x00" + strconv.Itoa(i)))
-	return hex.EncodeToString(sum[:16])
-}
-
 // outboxKey is an outbox item's partition key value. A claim key is
 // KeyPrefix + scope + "#" + id with a scope that is never empty, so no
-// claim key starts with KeyPrefix + "#".
+// claim key of this Store starts with KeyPrefix + "#"; and the item's Put
+// is conditional, so that a key another Store's claim holds (Stores that
+// share a table without distinct prefixes) fails the transaction instead
+// of overwriting the claim.
 func (s *Store) outboxKey(id string) string {
 	return s.opts.KeyPrefix + "#outbox#" + id
 }
 
-// addOutbox appends eff.Messages to eff.Writes as outbox items, after the
-// handler's own writes (so a RejectedError's index still names one of
-// those), and clears eff.Messages. A rejection recorded in the effect's
-// place commits none of them.
-func (s *Store) addOutbox(key string, eff *Effect, now time.Time) error {
+// addOutbox appends eff.Messages to eff.Writes as outbox items of the
+// claim rec (its key and generation name them), written at now, after the handler's own
+// writes (so a RejectedError's index still names one of those), and
+// clears eff.Messages. A rejection recorded in the effect's place commits
+// none of them.
+func (s *Store) addOutbox(rec Record, eff *Effect, now time.Time) error {
 	if len(eff.Messages) == 0 {
 		return nil
 	}
@@ -108,50 +87,44 @@ func (s *Store) addOutbox(key string, eff *Effect, now time.Time) error {
 	created := now.UTC().Format(time.RFC3339Nano)
 	for i, m := range eff.Messages {
 		if err := checkOutgoing(m); err != nil {
-			return &InvalidError{Key: key, Reason: fmt.Sprintf("outgoing message %d: %v", i, err)}
+			return &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("outgoing message %d: %v", i, err)}
 		}
-		id := OutboxID(key, i)
+		id := wire.ID(s.table, rec.Key, rec.ClaimedAt, i)
 		item := s.keyItem(s.outboxKey(id))
 		str := func(name, v string) { item[name] = &types.AttributeValueMemberS{Value: v} }
-		str(OutboxKindAttr, OutboxKind)
-		str(OutboxIDAttr, id)
-		str(OutboxDestinationAttr, m.Destination)
-		str(OutboxBodyAttr, m.Body)
-		str(OutboxClaimAttr, key)
-		str(OutboxCreatedAtAttr, created)
+		str(wire.KindAttr, wire.Kind)
+		str(wire.IDAttr, id)
+		str(wire.DestinationAttr, m.Destination)
+		str(wire.BodyAttr, m.Body)
+		str(wire.ClaimAttr, rec.Key)
+		str(wire.CreatedAtAttr, created)
 		group := m.GroupID
 		if group == "" {
-			group = key
+			group = rec.Key
 		}
-		str(OutboxGroupAttr, group)
+		str(wire.GroupAttr, group)
 		if m.Type != "" {
-			str(OutboxTypeAttr, m.Type)
+			str(wire.TypeAttr, m.Type)
 		}
 		if len(m.Attributes) > 0 {
 			attrs := make(map[string]types.AttributeValue, len(m.Attributes))
 			for k, v := range m.Attributes {
 				attrs[k] = &types.AttributeValueMemberS{Value: v}
 			}
-			item[OutboxAttributesAttr] = &types.AttributeValueMemberM{Value: attrs}
+			item[wire.AttributesAttr] = &types.AttributeValueMemberM{Value: attrs}
 		}
+		item[wire.IndexAttr] = &types.AttributeValueMemberN{Value: strconv.Itoa(i)}
 		item[a.ExpiresAt] = &types.AttributeValueMemberN{Value: expires}
-		// Unconditional: the claim in the same transaction is what makes it
-		// new; an item left by an expired claim of the same key is replaced.
-		eff.Writes = append(eff.Writes, types.TransactWriteItem{Put: &types.Put{TableName: &s.opts.OutboxTable, Item: item}})
+		// The id is new with each claim, so the item is too: a key held
+		// already is another Store's (see outboxKey), never overwritten.
+		eff.Writes = append(eff.Writes, types.TransactWriteItem{Put: &types.Put{
+			TableName: &s.opts.OutboxTable, Item: item,
+			ConditionExpression:      aws.String("attribute_not_exists(#k)"),
+			ExpressionAttributeNames: map[string]string{"#k": a.Key},
+		}})
 	}
 	eff.Messages = nil
 	return nil
-}
-
-// isDetail says whether body can be an EventBridge event's detail: a JSON
-// object whose top level leaves "idempotencyKey" to the relay.
-func isDetail(body string) bool {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal([]byte(body), &fields) != nil || fields == nil {
-		return false
-	}
-	_, taken := fields["idempotencyKey"]
-	return !taken
 }
 
 // outboxID is the id of the outbox item w puts, or "" when w is none.
@@ -159,12 +132,18 @@ func outboxID(w types.TransactWriteItem) string {
 	if w.Put == nil {
 		return ""
 	}
-	kind, _ := w.Put.Item[OutboxKindAttr].(*types.AttributeValueMemberS)
-	id, _ := w.Put.Item[OutboxIDAttr].(*types.AttributeValueMemberS)
-	if kind == nil || kind.Value != OutboxKind || id == nil {
+	kind, _ := w.Put.Item[wire.KindAttr].(*types.AttributeValueMemberS)
+	id, _ := w.Put.Item[wire.IDAttr].(*types.AttributeValueMemberS)
+	if kind == nil || kind.Value != wire.Kind || id == nil {
 		return ""
 	}
 	return id.Value
+}
+
+// isOutboxItem says whether a stored item is an outbox item.
+func isOutboxItem(item map[string]types.AttributeValue) bool {
+	kind, _ := item[wire.KindAttr].(*types.AttributeValueMemberS)
+	return kind != nil && kind.Value == wire.Kind
 }
 
 // reservedAttributes are the SQS message attributes the relay sets.
@@ -212,8 +191,9 @@ func checkDestination(m OutgoingMessage) error {
 			return fmt.Errorf("Destination %q names no event bus", m.Destination)
 		case m.Type == "":
 			return errors.New("an EventBridge event needs a Type, its detail-type")
-		case !isDetail(m.Body):
-			return fmt.Errorf("an EventBridge event's Body, its detail, must be a JSON object without an %q field, which the relay adds", "idempotencyKey")
+		}
+		if err := wire.CheckDetail(m.Body); err != nil {
+			return fmt.Errorf("an EventBridge event's Body is its detail, and %v", err)
 		}
 		return nil
 	}

@@ -16,13 +16,6 @@ import (
 
 const ledgerQueue = "https://sqs.us-east-1.amazonaws.com/123456789012/ledger"
 
-func str(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
 // TestOutboxCommitsWithTheEffect: an effect's messages are written in its
 // transaction, under ids its redeliveries share, and a duplicate, a
 // handler error or a recorded rejection writes none.
@@ -56,28 +49,28 @@ func TestOutboxCommitsWithTheEffect(t *testing.T) {
 			t.Fatalf("delivery %d: want %s, got %s", i, want, res.Outcome)
 		}
 	}
-	items := idemtest.OutboxItems(t, e.client, e.processed)
-	if len(items) != 2 {
-		t.Fatalf("want 2 outbox items after 3 deliveries, got %d", len(items))
+	sent := idemtest.Outbox(t, e.client, e.processed)
+	if len(sent) != 2 {
+		t.Fatalf("want 2 outbox items after 3 deliveries, got %d", len(sent))
 	}
 	key := "outbox#m-1"
 	for i, dest := range []string{ledgerQueue, "eventbridge:ledger-bus"} {
-		it, ok := items[idem.OutboxID(key, i)]
-		if !ok {
-			t.Fatalf("no item under OutboxID(%q, %d)", key, i)
+		m := sent[i]
+		if m.Index != i || m.Destination != dest || len(m.ID) != 32 {
+			t.Errorf("item %d: index %d, destination %q, id %q; want index %d, destination %q, 32 hex digits", i, m.Index, m.Destination, m.ID, i, dest)
 		}
-		if got := str(it, idem.OutboxDestinationAttr); got != dest {
-			t.Errorf("item %d: destination %q, want %q", i, got, dest)
+		if m.ClaimKey != key || m.GroupID != key || m.Type != "credit.applied" {
+			t.Errorf("item %d: claimKey %q, groupId %q, type %q", i, m.ClaimKey, m.GroupID, m.Type)
 		}
-		if str(it, idem.OutboxClaimAttr) != key || str(it, idem.OutboxGroupAttr) != key || str(it, idem.OutboxTypeAttr) != "credit.applied" {
-			t.Errorf("item %d: claimKey %q, groupId %q, type %q", i, str(it, idem.OutboxClaimAttr), str(it, idem.OutboxGroupAttr), str(it, idem.OutboxTypeAttr))
-		}
-		if _, ok := it["expiresAt"].(*types.AttributeValueMemberN); !ok {
+		if _, ok := idemtest.OutboxItems(t, e.client, e.processed)[m.ID]["expiresAt"].(*types.AttributeValueMemberN); !ok {
 			t.Errorf("item %d has no expiresAt for TTL", i)
 		}
 	}
-	if a, ok := items[idem.OutboxID(key, 0)][idem.OutboxAttributesAttr].(*types.AttributeValueMemberM); !ok || a.Value["account"].(*types.AttributeValueMemberS).Value != "acc-1" {
-		t.Errorf("item 0's attributes: %#v", items[idem.OutboxID(key, 0)][idem.OutboxAttributesAttr])
+	if sent[0].ID == sent[1].ID {
+		t.Errorf("two messages of one effect under one id %s", sent[0].ID)
+	}
+	if sent[0].Attributes["account"] != "acc-1" {
+		t.Errorf("item 0's attributes: %v", sent[0].Attributes)
 	}
 	if got := e.balance(t, "acc-1"); got != 100 {
 		t.Errorf("balance %d, want 100", got)
@@ -97,23 +90,6 @@ func TestOutboxCommitsWithTheEffect(t *testing.T) {
 	}
 	if n := len(idemtest.OutboxItems(t, e.client, e.processed)); n != 2 {
 		t.Errorf("want still 2 outbox items, got %d", n)
-	}
-}
-
-// TestOutboxIDs: the same for a key and index, distinct otherwise.
-func TestOutboxIDs(t *testing.T) {
-	seen := map[string]string{}
-	for _, key := range []string{"a#1", "a#10", "b#1", "a#1\x001"} {
-		for i := range 12 {
-			id := idem.OutboxID(key, i)
-			if len(id) != 32 || id != idem.OutboxID(key, i) {
-				t.Fatalf("OutboxID(%q, %d) = %q: want 32 hex digits, stable", key, i, id)
-			}
-			if prev, ok := seen[id]; ok {
-				t.Fatalf("OutboxID(%q, %d) = OutboxID of %s", key, i, prev)
-			}
-			seen[id] = fmt.Sprintf("(%q, %d)", key, i)
-		}
 	}
 }
 
@@ -149,15 +125,14 @@ func TestOutboxOwnTable(t *testing.T) {
 	if n := te.Calls.Count("TransactWriteItems"); n != 1 {
 		t.Errorf("batch of 2 with a message each: want 1 transaction, got %d", n)
 	}
-	items := idemtest.OutboxItems(t, te.Client, outbox)
-	for _, id := range []string{"p", "l", "b1", "b2"} {
-		it, ok := items[idem.OutboxID("own#"+id, 0)]
-		if !ok || str(it, idem.OutboxBodyAttr) != id {
-			t.Errorf("message of %s: %v", id, it)
+	sent := idemtest.Outbox(t, te.Client, outbox)
+	for i, id := range []string{"b1", "b2", "l", "p"} {
+		if i >= len(sent) || sent[i].ClaimKey != "own#"+id || sent[i].Body != id {
+			t.Errorf("message of %s: %+v", id, sent)
 		}
 	}
-	if len(items) != 4 || te.Claims(t) != 4 {
-		t.Errorf("want 4 outbox items and 4 claims, got %d and %d", len(items), te.Claims(t))
+	if len(sent) != 4 || te.Claims(t) != 4 || len(idemtest.Outbox(t, te.Client, te.Processed)) != 0 {
+		t.Errorf("want 4 outbox items and 4 claims, got %d and %d", len(sent), te.Claims(t))
 	}
 }
 
@@ -185,6 +160,14 @@ func TestOutboxRefusesBadMessages(t *testing.T) {
 		{"event detail not an object", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "[1]"}}}, "JSON object"},
 		{"event detail not JSON", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "{oops"}}}, "JSON object"},
 		{"event detail with the relay's field", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: `{"idempotencyKey":"x"}`}}}, "the relay adds"},
+		// encoding/json matches names case-insensitively (and folds the
+		// Kelvin sign K to k): each would shadow the relay's key for a Go
+		// consumer.
+		{"event detail with IdempotencyKey", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: `{"n":1,"IdempotencyKey":"order-7"}`}}}, `"IdempotencyKey" field`},
+		{"event detail with IDEMPOTENCYKEY", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: `{"IDEMPOTENCYKEY":"order-7"}`}}}, "a Go decoder takes"},
+		{"event detail with an escaped I", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: `{"\u0049dempotencyKey":"order-7"}`}}}, "a Go decoder takes"},
+		{"event detail with a Kelvin sign", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "{\"idempotency\u212aey\":\"order-7\"}"}}}, "a Go decoder takes"},
+		{"event detail blank", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "   "}}}, "JSON object"},
 		{"empty body", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue}}}, "empty Body"},
 		{"body too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", idem.MaxOutgoingBytes)}}}, "the limit is"},
 		{"body and attributes too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", 200<<10), Attributes: map[string]string{"big": strings.Repeat("y", 100<<10)}}}}, "with its attributes"},

@@ -231,12 +231,12 @@ func (s *Store) prepare(ctx context.Context, msg Message, id Record, h Handler) 
 	if err != nil {
 		return Record{}, Effect{}, err
 	}
-	if err := s.validateEffect(id.Key, &eff); err != nil {
-		return Record{}, Effect{}, err
-	}
 	now := s.opts.Now()
 	rec := id
 	rec.ClaimedAt, rec.ExpiresAt = now, now.Add(s.opts.Retention())
+	if err := s.validateEffect(rec, &eff, now); err != nil {
+		return Record{}, Effect{}, err
+	}
 	rec.Outcome, rec.Response = Processed, eff.Response
 	return rec, eff, nil
 }

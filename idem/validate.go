@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,8 +40,11 @@ func (s *Store) validateMessage(msg Message, key string) error {
 
 // validateEffect refuses, before anything is sent, what DynamoDB would
 // refuse: too many actions, a write without a table or with two operations,
-// two writes on one item, a response or a transaction over its limit.
-func (s *Store) validateEffect(key string, eff *Effect) (err error) {
+// two writes on one item, a response or a transaction over its limit. rec
+// is the claim the effect commits with, its ClaimedAt set; now is the
+// commit's time.
+func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err error) {
+	key := rec.Key
 	// A nil AttributeValue (a typed nil pointer, say) would panic while
 	// the writes are measured; it is the handler's input, so an error.
 	defer func() {
@@ -52,7 +56,7 @@ func (s *Store) validateEffect(key string, eff *Effect) (err error) {
 		return &InvalidError{Key: key, Reason: fmt.Sprintf(format, args...)}
 	}
 	own := len(eff.Writes)
-	if err := s.addOutbox(key, eff, s.opts.Now()); err != nil {
+	if err := s.addOutbox(rec, eff, now); err != nil {
 		return err
 	}
 	if n := len(eff.Writes) + 1; n > maxTransactItems {
@@ -314,6 +318,11 @@ func checkMetricName(what, v string, max int) error {
 func checkOptions(o *Options) error {
 	if strings.Contains(o.Scope, "#") {
 		return fmt.Errorf("Scope %q holds a \"#\": the first \"#\" of a claim key ends its scope", o.Scope)
+	}
+	if o.KeyPrefix != "" && !strings.HasSuffix(o.KeyPrefix, "#") {
+		// Without it, prefix "a" and scope "bx" would give the keys of
+		// prefix "ab" and scope "x".
+		return fmt.Errorf("KeyPrefix %q does not end with \"#\": a prefix must end where the scope begins, such as \"IDEM#\"", o.KeyPrefix)
 	}
 	return nil
 }

@@ -78,10 +78,11 @@ func (e *Env) Balance(tb testing.TB, account string) int64 {
 	return Number(tb, e.Client, e.Accounts, "account", account, "balance")
 }
 
-// Claims is how many items the processed-ids table holds.
+// Claims is how many claim records the processed-ids table holds, the
+// outbox items that share it left out (Outbox reads those).
 func (e *Env) Claims(tb testing.TB) int {
 	tb.Helper()
-	return ItemCount(tb, e.Client, e.Processed)
+	return ClaimCount(tb, e.Client, e.Processed)
 }
 
 // EMF is an emf.Writer of the kit's metric lines to w, for tests that read

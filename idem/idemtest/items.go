@@ -2,11 +2,14 @@ package idemtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // Number reads the number attribute attr of the item whose string partition
@@ -60,6 +64,80 @@ func ItemCount(tb testing.TB, client *dynamodb.Client, table string) int {
 func OutboxItems(tb testing.TB, client *dynamodb.Client, table string) map[string]map[string]types.AttributeValue {
 	tb.Helper()
 	items := map[string]map[string]types.AttributeValue{}
+	scan(tb, client, table, func(it map[string]types.AttributeValue) {
+		kind, _ := it[wire.KindAttr].(*types.AttributeValueMemberS)
+		id, _ := it[wire.IDAttr].(*types.AttributeValueMemberS)
+		if kind != nil && kind.Value == wire.Kind && id != nil {
+			items[id.Value] = it
+		}
+	})
+	return items
+}
+
+// OutboxMessage is an outgoing message as the outbox holds it, waiting
+// for the relay.
+type OutboxMessage struct {
+	idem.OutgoingMessage // GroupID as the relay sends it: the claim key when the effect left it empty
+	// ID is the id the relay sends it under (an SQS message's
+	// IdempotencyKey attribute, an EventBridge detail's idempotencyKey).
+	ID string
+	// ClaimKey is the claim key of the message whose effect sent it, and
+	// Index its place in that effect's Messages.
+	ClaimKey string
+	Index    int
+}
+
+// Outbox reads the outgoing messages waiting in table's outbox, sorted
+// by claim key, then index.
+func Outbox(tb testing.TB, client *dynamodb.Client, table string) []OutboxMessage {
+	tb.Helper()
+	var out []OutboxMessage
+	for _, it := range OutboxItems(tb, client, table) {
+		var m OutboxMessage
+		attr := func(name string) string {
+			v, _ := it[name].(*types.AttributeValueMemberS)
+			if v == nil {
+				return ""
+			}
+			return v.Value
+		}
+		m.ID, m.ClaimKey = attr(wire.IDAttr), attr(wire.ClaimAttr)
+		m.Destination, m.Type, m.Body, m.GroupID = attr(wire.DestinationAttr), attr(wire.TypeAttr), attr(wire.BodyAttr), attr(wire.GroupAttr)
+		if n, ok := it[wire.IndexAttr].(*types.AttributeValueMemberN); ok {
+			m.Index, _ = strconv.Atoi(n.Value)
+		}
+		if a, ok := it[wire.AttributesAttr].(*types.AttributeValueMemberM); ok {
+			m.Attributes = map[string]string{}
+			for k, v := range a.Value {
+				if s, ok := v.(*types.AttributeValueMemberS); ok {
+					m.Attributes[k] = s.Value
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b OutboxMessage) int {
+		return cmp.Or(strings.Compare(a.ClaimKey, b.ClaimKey), a.Index-b.Index)
+	})
+	return out
+}
+
+// ClaimCount counts the claim records of table, leaving out the outbox
+// items that share it.
+func ClaimCount(tb testing.TB, client *dynamodb.Client, table string) int {
+	tb.Helper()
+	n := 0
+	scan(tb, client, table, func(it map[string]types.AttributeValue) {
+		if kind, _ := it[wire.KindAttr].(*types.AttributeValueMemberS); kind == nil || kind.Value != wire.Kind {
+			n++
+		}
+	})
+	return n
+}
+
+// scan calls fn on each item of table, every page, with a consistent Scan.
+func scan(tb testing.TB, client *dynamodb.Client, table string, fn func(map[string]types.AttributeValue)) {
+	tb.Helper()
 	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		out, err := p.NextPage(context.Background())
@@ -67,14 +145,9 @@ func OutboxItems(tb testing.TB, client *dynamodb.Client, table string) map[strin
 			tb.Fatalf("idemtest: scan %s: %v", table, err)
 		}
 		for _, it := range out.Items {
-			kind, _ := it[idem.OutboxKindAttr].(*types.AttributeValueMemberS)
-			id, _ := it[idem.OutboxIDAttr].(*types.AttributeValueMemberS)
-			if kind != nil && kind.Value == idem.OutboxKind && id != nil {
-				items[id.Value] = it
-			}
+			fn(it)
 		}
 	}
-	return items
 }
 
 // CheckJSONRoundTrip decodes raw into v, refusing fields v's type does not

@@ -9,13 +9,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // FilterPattern is the event source mapping's filter for an outbox that
 // shares its table with claims: new and replaced outbox items only (a
 // claim, or a TTL deletion, is checkpointed without an invoke).
-const FilterPattern = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{"` + idem.OutboxKindAttr + `":{"S":["` + idem.OutboxKind + `"]}}}}`
+const FilterPattern = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{"` + wire.KindAttr + `":{"S":["` + wire.Kind + `"]}}}}`
 
 // item is an outbox item read from a stream record's new image.
 type item struct {
@@ -40,14 +40,14 @@ func readItem(rec events.DynamoDBEventRecord) (item, error) {
 		return item{}, fmt.Errorf("record %s has no new image: the stream's view type is %q; the relay needs NEW_IMAGE or NEW_AND_OLD_IMAGES",
 			rec.EventID, rec.Change.StreamViewType)
 	}
-	if str(img, idem.OutboxKindAttr) != idem.OutboxKind {
+	if str(img, wire.KindAttr) != wire.Kind {
 		return item{}, errNotOutbox
 	}
 	it := item{
-		id: str(img, idem.OutboxIDAttr), destination: str(img, idem.OutboxDestinationAttr), typ: str(img, idem.OutboxTypeAttr),
-		body: str(img, idem.OutboxBodyAttr), group: str(img, idem.OutboxGroupAttr), createdAt: str(img, idem.OutboxCreatedAtAttr),
+		id: str(img, wire.IDAttr), destination: str(img, wire.DestinationAttr), typ: str(img, wire.TypeAttr),
+		body: str(img, wire.BodyAttr), group: str(img, wire.GroupAttr), createdAt: str(img, wire.CreatedAtAttr),
 	}
-	if v, ok := img[idem.OutboxAttributesAttr]; ok && v.DataType() == events.DataTypeMap {
+	if v, ok := img[wire.AttributesAttr]; ok && v.DataType() == events.DataTypeMap {
 		it.attributes = map[string]string{}
 		for k, a := range v.Map() {
 			if a.DataType() != events.DataTypeString {
@@ -58,9 +58,16 @@ func readItem(rec events.DynamoDBEventRecord) (item, error) {
 	}
 	switch {
 	case it.id == "" || it.destination == "" || it.body == "":
-		return item{}, fmt.Errorf("outbox item %q lacks its %s, %s or %s", it.id, idem.OutboxIDAttr, idem.OutboxDestinationAttr, idem.OutboxBodyAttr)
+		return item{}, fmt.Errorf("outbox item %q lacks its %s, %s or %s", it.id, wire.IDAttr, wire.DestinationAttr, wire.BodyAttr)
 	case isEventBridge(it.destination) && it.typ == "":
 		return item{}, fmt.Errorf("outbox item %s: an EventBridge event needs a type", it.id)
+	}
+	if isEventBridge(it.destination) {
+		// The kit checks a detail before its commit; an item it did not
+		// write (by hand, by another tool) is checked here, as a record.
+		if err := wire.CheckDetail(it.body); err != nil {
+			return item{}, fmt.Errorf("outbox item %s: its body cannot be an EventBridge detail: %v", it.id, err)
+		}
 	}
 	return it, nil
 }
@@ -93,14 +100,6 @@ func groupID(g string) string {
 	return "g-" + hex.EncodeToString(sum[:16])
 }
 
-// detail is an EventBridge event's detail: the item's body, a JSON object,
-// with the outbox id added as "idempotencyKey".
-func detail(it item) string {
-	b := strings.TrimSpace(it.body)
-	rest := strings.TrimSpace(b[1:])
-	sep := ","
-	if rest == "}" {
-		sep = ""
-	}
-	return `{"idempotencyKey":"` + it.id + `"` + sep + rest
-}
+// detail is an EventBridge event's detail: the item's body, a JSON object
+// readItem checked, with the outbox id added.
+func detail(it item) string { return wire.Detail(it.id, it.body) }

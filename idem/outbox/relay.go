@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -135,13 +136,21 @@ const (
 )
 
 // relay sends recs' items in order; on failure, i is the first record
-// not sent.
-func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (int, error) {
+// not sent. A panic, which no record should cause, fails the batch at the
+// first record not known to be sent, as any failure does: one bad record
+// must not crash the invoke and have the whole batch sent again.
+func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (failed int, err error) {
 	type pending struct {
 		i  int // the record's index
 		it item
 	}
 	var chunk []pending
+	at := 0 // the first record not known to be sent
+	defer func() {
+		if v := recover(); v != nil {
+			failed, err = at, &badItemError{fmt.Errorf("outbox: the relay panicked on this record or a later one: %v\n%s", v, debug.Stack())}
+		}
+	}()
 	size, sent := 0, false
 	flush := func() (int, error) {
 		if len(chunk) == 0 {
@@ -166,6 +175,9 @@ func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (i
 		return 0, nil
 	}
 	for i, rec := range recs {
+		if len(chunk) == 0 {
+			at = i
+		}
 		it, err := readItem(rec)
 		if errors.Is(err, errNotOutbox) {
 			continue
@@ -184,6 +196,7 @@ func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (i
 			if j, err := flush(); err != nil {
 				return j, err
 			}
+			at = i
 		}
 		chunk = append(chunk, pending{i, it})
 		size += n

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/outbox"
 )
 
@@ -74,10 +74,10 @@ func (f *fakeEvents) PutEvents(_ context.Context, in *eventbridge.PutEventsInput
 func record(n int, dest, body string) events.DynamoDBEventRecord {
 	s := events.NewStringAttribute
 	img := map[string]events.DynamoDBAttributeValue{
-		"pk": s("#outbox#" + strconv.Itoa(n)), idem.OutboxKindAttr: s(idem.OutboxKind), idem.OutboxIDAttr: s(fmt.Sprintf("id-%02d", n)),
-		idem.OutboxDestinationAttr: s(dest), idem.OutboxBodyAttr: s(body), idem.OutboxTypeAttr: s("credit.applied"),
-		idem.OutboxGroupAttr: s("src#msg-" + strconv.Itoa(n/3)), idem.OutboxCreatedAtAttr: s("2026-12-02T01:02:03Z"),
-		idem.OutboxAttributesAttr: events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"account": s("acc-1")}),
+		"pk": s("#outbox#" + strconv.Itoa(n)), wire.KindAttr: s(wire.Kind), wire.IDAttr: s(fmt.Sprintf("id-%02d", n)),
+		wire.DestinationAttr: s(dest), wire.BodyAttr: s(body), wire.TypeAttr: s("credit.applied"),
+		wire.GroupAttr: s("src#msg-" + strconv.Itoa(n/3)), wire.CreatedAtAttr: s("2026-12-02T01:02:03Z"),
+		wire.AttributesAttr: events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"account": s("acc-1")}),
 	}
 	return events.DynamoDBEventRecord{EventID: fmt.Sprint("ev-", n), EventName: "INSERT",
 		Change: events.DynamoDBStreamRecord{SequenceNumber: fmt.Sprint(1000 + n), NewImage: img}}
@@ -146,8 +146,20 @@ func TestRelay(t *testing.T) {
 		}, wantCalls: []int{1}, wantFail: "1001"},
 		{name: "an item that cannot be read", records: func() []events.DynamoDBEventRecord {
 			bad := record(1, queue, "b")
-			delete(bad.Change.NewImage, idem.OutboxDestinationAttr)
+			delete(bad.Change.NewImage, wire.DestinationAttr)
 			return []events.DynamoDBEventRecord{record(0, queue, "a"), bad, record(2, queue, "c")}
+		}, wantCalls: []int{1}, wantFail: "1001"},
+		// Items the kit did not write (by hand, by another tool, an older
+		// version): each one unreadable record, at its place, and never a
+		// panic (a blank detail was sliced past its end).
+		{name: "a blank EventBridge detail", records: func() []events.DynamoDBEventRecord {
+			return []events.DynamoDBEventRecord{record(0, "eventbridge:bus", `{}`), record(1, "eventbridge:bus", "   "), record(2, "eventbridge:bus", `{}`)}
+		}, wantCalls: []int{1}, wantFail: "1001"},
+		{name: "an EventBridge detail that is not an object", records: func() []events.DynamoDBEventRecord {
+			return []events.DynamoDBEventRecord{record(0, "eventbridge:bus", `[1]`), record(1, "eventbridge:bus", `{}`)}
+		}, wantFail: "1000"},
+		{name: "an EventBridge detail whose field shadows the key", records: func() []events.DynamoDBEventRecord {
+			return []events.DynamoDBEventRecord{record(0, queue, "a"), record(1, "eventbridge:bus", `{"IdempotencyKey":"order-7"}`)}
 		}, wantCalls: []int{1}, wantFail: "1001"},
 	}
 	for _, c := range cases {
@@ -217,6 +229,25 @@ func TestRelay(t *testing.T) {
 				t.Errorf("entries per call: want %v, got %v", c.wantCalls, calls)
 			}
 		})
+	}
+}
+
+// TestUnreadableItemsAreErrors: an outbox item no retry can send is
+// logged at ERROR, as it will end at the on-failure destination.
+func TestUnreadableItemsAreErrors(t *testing.T) {
+	for _, body := range []string{"   ", "", "{", `{"IDEMPOTENCYKEY":1}`} {
+		var logs strings.Builder
+		r, err := outbox.New(func(o *outbox.Options) {
+			o.EventBridge = &fakeEvents{}
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := r.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record(0, "eventbridge:bus", body)}})
+		if err != nil || len(resp.BatchItemFailures) != 1 || !strings.Contains(logs.String(), "level=ERROR") {
+			t.Errorf("body %q: want the record failed and logged at ERROR, got %v, %v and %q", body, resp.BatchItemFailures, err, logs.String())
+		}
 	}
 }
 

@@ -3,24 +3,12 @@ package credit_test
 import (
 	"context"
 	"log/slog"
-	"maps"
-	"slices"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 )
-
-func str(item map[string]types.AttributeValue, name string) string {
-	s, _ := item[name].(*types.AttributeValueMemberS)
-	if s == nil {
-		return ""
-	}
-	return s.Value
-}
 
 // TestApplierAnnouncesOnTheLedger: with a ledger queue, a credit delivered
 // three times writes one outbox item, the credit.applied message under the
@@ -51,23 +39,17 @@ func TestApplierAnnouncesOnTheLedger(t *testing.T) {
 			if got := env.Balance(t, "acc-9"); got != 500 {
 				t.Errorf("balance: expect 500, got %d", got)
 			}
-			items := slices.Collect(maps.Values(idemtest.OutboxItems(t, env.Client, env.Processed)))
-			if len(items) != tc.want {
-				t.Fatalf("expect %d outbox item(s), got %d: %v", tc.want, len(items), items)
+			sent := idemtest.Outbox(t, env.Client, env.Processed)
+			if len(sent) != tc.want {
+				t.Fatalf("expect %d outbox item(s), got %d: %v", tc.want, len(sent), sent)
 			}
 			if tc.want == 0 {
 				return
 			}
-			for name, want := range map[string]string{
-				idem.OutboxIDAttr:          idem.OutboxID("credits#key-1", 0),
-				idem.OutboxDestinationAttr: queue,
-				idem.OutboxTypeAttr:        "credit.applied",
-				// The id is the message's, the key the delivery was claimed under.
-				idem.OutboxBodyAttr: `{"account":"acc-9","cents":500,"id":"key-1"}`,
-			} {
-				if got := str(items[0], name); got != want {
-					t.Errorf("outbox item's %s: expect %q, got %q", name, want, got)
-				}
+			// The id is the message's, the key the delivery was claimed under.
+			m := sent[0]
+			if m.ClaimKey != "credits#key-1" || m.Destination != queue || m.Type != "credit.applied" || m.Body != `{"account":"acc-9","cents":500,"id":"key-1"}` || len(m.ID) != 32 {
+				t.Errorf("outbox item: expect claim credits#key-1, %s, credit.applied, the credit's body and a 32-digit id, got %+v", queue, m)
 			}
 		})
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
 	"github.com/idemkit/kit/idem/internal/localstack"
+	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/outbox"
 )
 
@@ -122,7 +123,7 @@ func runOutbox(ctx context.Context, endpoint string, latN, relayN, e2eN int) (*o
 	}
 	var items []events.DynamoDBEventRecord
 	for _, r := range recs {
-		if k, ok := r.Change.NewImage[idem.OutboxKindAttr]; ok && k.DataType() == events.DataTypeString && k.String() == idem.OutboxKind {
+		if k, ok := r.Change.NewImage[wire.KindAttr]; ok && k.DataType() == events.DataTypeString && k.String() == wire.Kind {
 			items = append(items, r)
 		}
 	}
@@ -214,8 +215,9 @@ func ledgerLatency(ctx context.Context, n int) ([]time.Duration, error) {
 	}
 	defer stack.Stop()
 	ledger, ok := stack.Tables["LedgerTable"]
-	if !ok {
-		return nil, fmt.Errorf("template.yaml has no LedgerTable")
+	processed, ok2 := stack.Tables["ProcessedTable"]
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("template.yaml has no LedgerTable or ProcessedTable")
 	}
 	var out []time.Duration
 	for i := range n {
@@ -234,7 +236,11 @@ func ledgerLatency(ctx context.Context, n int) ([]time.Duration, error) {
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("credit %d: %d %s", i, resp.StatusCode, bytes.TrimSpace(b))
 		}
-		entry := idem.OutboxID("credits#"+key, 0)
+		// The ledger entry is keyed by the outbox id, which names the claim.
+		entry, err := sentID(ctx, stack.DynamoDB(), processed.Name, "credits#"+key)
+		if err != nil {
+			return nil, err
+		}
 		for {
 			it, err := stack.DynamoDB().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(ledger.Name), ConsistentRead: aws.Bool(true),
 				Key: map[string]types.AttributeValue{"entry": &types.AttributeValueMemberS{Value: entry}}})
@@ -252,4 +258,23 @@ func ledgerLatency(ctx context.Context, n int) ([]time.Duration, error) {
 		out = append(out, time.Since(start))
 	}
 	return out, nil
+}
+
+// sentID is the outbox id of the first message the claim key committed,
+// derived from the claim as the kit derives it.
+func sentID(ctx context.Context, c *dynamodb.Client, table, key string) (string, error) {
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}})
+	if err != nil {
+		return "", err
+	}
+	at, _ := out.Item["claimedAt"].(*types.AttributeValueMemberS)
+	if at == nil {
+		return "", fmt.Errorf("no claim %s in %s", key, table)
+	}
+	claimed, err := time.Parse(time.RFC3339Nano, at.Value)
+	if err != nil {
+		return "", err
+	}
+	return wire.ID(table, key, claimed, 0), nil
 }

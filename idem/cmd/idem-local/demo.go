@@ -18,10 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/localstack"
 	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
 	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[string]string, dir string, n int) error {
@@ -150,11 +150,11 @@ func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[
 	if t, ok := s.Tables["ProcessedTable"]; ok {
 		// The claims share the table with the outbox items the credits wrote.
 		out, err := s.DynamoDB().Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(t.Name), ConsistentRead: aws.Bool(true),
-			ProjectionExpression: aws.String("#k"), ExpressionAttributeNames: map[string]string{"#k": idem.OutboxKindAttr}})
+			ProjectionExpression: aws.String("#k"), ExpressionAttributeNames: map[string]string{"#k": wire.KindAttr}})
 		if err == nil {
 			outbox := 0
 			for _, it := range out.Items {
-				if k, ok := it[idem.OutboxKindAttr].(*ddbtypes.AttributeValueMemberS); ok && k.Value == idem.OutboxKind {
+				if k, ok := it[wire.KindAttr].(*ddbtypes.AttributeValueMemberS); ok && k.Value == wire.Kind {
 					outbox++
 				}
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/outbox"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
@@ -150,8 +151,8 @@ func TestChaosOutbox(t *testing.T) {
 	hop2Round := func() {
 		var records []events.DynamoDBEventRecord
 		for _, r := range stream.Read(t) {
-			if (r.EventName == "INSERT" || r.EventName == "MODIFY") && r.Change.NewImage[idem.OutboxKindAttr].DataType() == events.DataTypeString &&
-				r.Change.NewImage[idem.OutboxKindAttr].String() == idem.OutboxKind {
+			if (r.EventName == "INSERT" || r.EventName == "MODIFY") && r.Change.NewImage[wire.KindAttr].DataType() == events.DataTypeString &&
+				r.Change.NewImage[wire.KindAttr].String() == wire.Kind {
 				records = append(records, r)
 			}
 		}
@@ -316,9 +317,13 @@ func TestChaosOutbox(t *testing.T) {
 	balances := tb.scan(t, tb.accounts, "account", "balance")
 	want := map[string]int{}
 	double, lost := 0, 0
+	sent := map[string]string{} // claim key → its message's outbox id
+	for _, m := range idemtest.Outbox(t, tb.client, tb.processed) {
+		sent[m.ClaimKey] = m.ID
+	}
 	for _, m := range msgs {
 		want[m.account] += m.cents
-		entry := idem.OutboxID("credits#"+m.key, 0)
+		entry := sent["credits#"+m.key]
 		switch {
 		case applied[m.id] != 1:
 			t.Errorf("%s: applied %d times", m.id, applied[m.id])

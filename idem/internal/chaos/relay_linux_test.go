@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
@@ -73,13 +75,15 @@ func TestRelayKilled(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				ids[idem.OutboxID("credits#"+id, 0)] = id
+			}
+			for _, m := range idemtest.Outbox(t, tb.client, tb.processed) {
+				ids[m.ID] = strings.TrimPrefix(m.ClaimKey, "credits#")
 			}
 			// The batch as the event source mapping hands it over: the
 			// outbox items only, as its filter passes them.
 			var recs []events.DynamoDBEventRecord
 			for _, r := range idemtest.StreamRecords(t, tb.client, tb.processed) {
-				if k, ok := r.Change.NewImage[idem.OutboxKindAttr]; ok && k.DataType() == events.DataTypeString && k.String() == idem.OutboxKind {
+				if k, ok := r.Change.NewImage[wire.KindAttr]; ok && k.DataType() == events.DataTypeString && k.String() == wire.Kind {
 					recs = append(recs, r)
 				}
 			}

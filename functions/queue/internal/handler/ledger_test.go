@@ -3,12 +3,9 @@ package handler_test
 import (
 	"context"
 	"log/slog"
-	"maps"
-	"slices"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/functions/queue/internal/handler"
@@ -50,22 +47,15 @@ func TestCreditAppliedOnTheLedger(t *testing.T) {
 			if got := e.Balance(t, "acc-9"); got != 500 {
 				t.Errorf("balance: expect 500, got %d", got)
 			}
-			items := slices.Collect(maps.Values(idemtest.OutboxItems(t, e.Client, e.Processed)))
-			if len(items) != tc.want {
-				t.Fatalf("expect %d outbox item(s), got %d", tc.want, len(items))
+			sent := idemtest.Outbox(t, e.Client, e.Processed)
+			if len(sent) != tc.want {
+				t.Fatalf("expect %d outbox item(s), got %d", tc.want, len(sent))
 			}
 			if tc.want == 0 {
 				return
 			}
-			for name, want := range map[string]string{
-				idem.OutboxDestinationAttr: queue,
-				idem.OutboxTypeAttr:        credit.AppliedType,
-				idem.OutboxBodyAttr:        `{"account":"acc-9","cents":500,"id":"evt_001"}`,
-				idem.OutboxIDAttr:          idem.OutboxID("credits#evt_001", 0),
-			} {
-				if s, _ := items[0][name].(*types.AttributeValueMemberS); s == nil || s.Value != want {
-					t.Errorf("outbox item's %s: expect %q, got %v", name, want, items[0][name])
-				}
+			if m := sent[0]; m.ClaimKey != "credits#evt_001" || m.Destination != queue || m.Type != credit.AppliedType || m.Body != `{"account":"acc-9","cents":500,"id":"evt_001"}` || len(m.ID) != 32 {
+				t.Errorf("outbox item: expect claim credits#evt_001, %s, %s, the credit's body and a 32-digit id, got %+v", queue, credit.AppliedType, m)
 			}
 		})
 	}

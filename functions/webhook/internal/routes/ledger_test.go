@@ -2,15 +2,10 @@ package routes_test
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/idemkit/kit/functions/internal/credit"
-	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
@@ -47,23 +42,17 @@ func TestCreditAppliedOnTheLedger(t *testing.T) {
 						t.Fatalf("delivery %d: expect 200 %s, got %d %s", i, r.answer, resp.StatusCode, resp.Body)
 					}
 				}
-				items := slices.Collect(maps.Values(idemtest.OutboxItems(t, f.Client, f.Processed)))
-				if len(items) != tc.want {
-					t.Fatalf("expect %d outbox item(s), got %d", tc.want, len(items))
+				sent := idemtest.Outbox(t, f.Client, f.Processed)
+				if len(sent) != tc.want {
+					t.Fatalf("expect %d outbox item(s), got %d", tc.want, len(sent))
 				}
 				if tc.want == 0 {
 					return
 				}
 				c := r.credit
-				for name, want := range map[string]string{
-					idem.OutboxDestinationAttr: queue,
-					idem.OutboxTypeAttr:        credit.AppliedType,
-					idem.OutboxBodyAttr:        fmt.Sprintf(`{"account":%q,"cents":%d,"id":%q}`, c.Account, c.Cents, c.ID),
-					idem.OutboxIDAttr:          idem.OutboxID(r.key, 0),
-				} {
-					if s, _ := items[0][name].(*types.AttributeValueMemberS); s == nil || s.Value != want {
-						t.Errorf("outbox item's %s: expect %q, got %v", name, want, items[0][name])
-					}
+				body := fmt.Sprintf(`{"account":%q,"cents":%d,"id":%q}`, c.Account, c.Cents, c.ID)
+				if m := sent[0]; m.ClaimKey != r.key || m.Destination != queue || m.Type != credit.AppliedType || m.Body != body || len(m.ID) != 32 {
+					t.Errorf("outbox item: expect claim %s, %s, %s, %s and a 32-digit id, got %+v", r.key, queue, credit.AppliedType, body, m)
 				}
 			})
 		}
