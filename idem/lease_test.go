@@ -448,19 +448,29 @@ func TestLeaseResentClaimIsOurs(t *testing.T) {
 }
 
 // TestLeaseStaleStaysStale: a pending claim whose key lifetime would end
-// within the new lease, or that has expired meanwhile, gets no new lease.
+// within the new lease gets no new lease. Once the claim has expired
+// (retention, 30 days, has passed), it is absent, as in every mode: the
+// message is a new one, by the contract that retention outlasts every
+// sender's redelivery.
 func TestLeaseStaleStaysStale(t *testing.T) {
-	for _, skip := range []time.Duration{24*time.Hour - 30*time.Second, 31 * 24 * time.Hour} {
-		t.Run(skip.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		skip  time.Duration
+		stale bool
+	}{{24*time.Hour - 30*time.Second, true}, {31 * 24 * time.Hour, false}} {
+		t.Run(tc.skip.String(), func(t *testing.T) {
 			e := newEnv(t)
 			r := newRemote(0)
 			clk := &clock{}
 			crashed, _ := idem.New(crashing{e.client}, e.processed, func(o *idem.Options) { o.Now = clk.now })
 			crashed.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil))
-			clk.skip(skip)
+			clk.skip(tc.skip)
 			store, _ := idem.New(e.client, e.processed, func(o *idem.Options) { o.Now = clk.now })
-			if _, err := store.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil)); !errors.As(err, new(*idem.StaleLeaseError)) || r.calls != 1 {
+			res, err := store.ProcessLeased(context.Background(), msg, e.receiptHandler(r, nil))
+			if tc.stale && (!errors.As(err, new(*idem.StaleLeaseError)) || r.calls != 1) {
 				t.Errorf("want a *StaleLeaseError and no new call, got %v and %d calls", err, r.calls)
+			}
+			if !tc.stale && (err != nil || res.Outcome != idem.Processed || r.calls != 2) {
+				t.Errorf("expired: want Processed with a new call, got %v, %v and %d calls", res.Outcome, err, r.calls)
 			}
 		})
 	}

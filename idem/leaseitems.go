@@ -16,9 +16,10 @@ import (
 // the commit's Put replaces it with the processed record.
 
 // newClaim claims id's key as pending until until, under leaseID, where
-// no record holds it, or one that expired, unless pending: an expired
-// pending claim goes the takeover's way, KeyLifetime checked. Its answer
-// holds the new token.
+// no record holds it, or one that expired: an expired claim is absent in
+// every mode, pending or not, as in Process. The token is added to the
+// expired record's, so that it still grows. Its answer holds the new
+// token.
 func (s *Store) newClaim(id Record, now, until time.Time, leaseID string) *dynamodb.UpdateItemInput {
 	a := s.opts.Attributes
 	set := "SET #c = :c, #e = :e, #s = :s, #f = :f, #o = :pending, #l = :until, #i = :lease"
@@ -46,7 +47,7 @@ func (s *Store) newClaim(id Record, now, until time.Time, leaseID string) *dynam
 		TableName:                           &s.table,
 		Key:                                 s.keyItem(id.Key),
 		UpdateExpression:                    aws.String(set + " ADD #t :one" + remove),
-		ConditionExpression:                 aws.String("attribute_not_exists(#k) OR (#e < :now AND #o <> :pending)"),
+		ConditionExpression:                 aws.String("attribute_not_exists(#k) OR #e < :now"),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueUpdatedNew,
