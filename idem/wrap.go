@@ -1,20 +1,36 @@
 package idem
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // WrapOptions configure the handler Wrap returns. Every default is
 // written once, on its field, and applied in Wrap.
-type WrapOptions struct {
+type WrapOptions[E any] struct {
 	// Source names the sender, for metrics and, unless the Store sets a
 	// Scope, as the scope of its keys. Defaults to the Lambda function's
 	// name ($AWS_LAMBDA_FUNCTION_NAME), or "events" outside Lambda.
 	Source string
+
+	// Fingerprint reads what identifies an event's payload: a delivery
+	// whose key was claimed with another fingerprint is a *KeyReuseError,
+	// one with the same fingerprint a Duplicate, whatever its other bytes.
+	// Defaults to, for an events.CloudWatchEvent (events.EventBridgeEvent),
+	// its source, detail-type and detail (EventFingerprint): not its
+	// envelope, whose id and time EventBridge gives each PutEvents afresh,
+	// so that a relay's or a producer's resend of one message is a
+	// Duplicate; for any other event, the SHA-256 of its JSON.
+	Fingerprint func(E) (string, error)
 
 	// Lease, when set, runs h under a lease (Store.ProcessLeased), for
 	// handlers that call other services before their writes can be
@@ -38,16 +54,20 @@ type WrapOptions struct {
 //
 // h describes its effect and performs none, as any Handler: it runs for
 // each delivery, and the claim decides which one commits. The event's JSON
-// is its payload: the same key with another event is a *KeyReuseError. A failure is returned as the error, so Lambda retries an
+// is its payload, and WrapOptions.Fingerprint what identifies it: the same
+// key with another event is a *KeyReuseError. A failure is returned as the error, so Lambda retries an
 // asynchronous invoke and a direct caller sees why; a *RetryableError may
 // have committed, and its retry is then a Duplicate. When h sets
 // Effect.Rejected, the bytes it returns must be the JSON of an R: they
 // answer this delivery and every duplicate. h must leave Effect.Response
 // empty; R is the response.
-func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Context, E) (R, Effect, error), optFns ...func(*WrapOptions)) (func(context.Context, E) (R, error), error) {
-	var o WrapOptions
+func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Context, E) (R, Effect, error), optFns ...func(*WrapOptions[E])) (func(context.Context, E) (R, error), error) {
+	var o WrapOptions[E]
 	for _, fn := range optFns {
 		fn(&o)
+	}
+	if o.Fingerprint == nil {
+		o.Fingerprint = defaultFingerprint[E]()
 	}
 	if o.Source == "" {
 		o.Source = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
@@ -77,7 +97,7 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 	}
 	return func(ctx context.Context, event E) (R, error) {
 		var zero R
-		msg, err := wrapped(o.Source, key, event)
+		msg, err := wrapped(o.Source, key, o.Fingerprint, event)
 		if err != nil {
 			store.ReportFailure(ctx, msg, err)
 			return zero, err
@@ -123,8 +143,9 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 	}, nil
 }
 
-// wrapped is the message of event: its key and its JSON.
-func wrapped[E any](source string, key func(E) (string, error), event E) (Message, error) {
+// wrapped is the message of event: its key, its JSON and its
+// fingerprint.
+func wrapped[E any](source string, key func(E) (string, error), fingerprint func(E) (string, error), event E) (Message, error) {
 	msg := Message{Source: source}
 	payload, err := json.Marshal(event)
 	if err != nil {
@@ -139,7 +160,48 @@ func wrapped[E any](source string, key func(E) (string, error), event E) (Messag
 		return msg, &InvalidError{Reason: "the event's key is empty"}
 	}
 	msg.ID = id
+	if fingerprint != nil {
+		if err := Recover(id, "WrapOptions.Fingerprint", func() (err error) { msg.Fingerprint, err = fingerprint(event); return err }); err != nil {
+			return msg, fmt.Errorf("idem: the event's fingerprint: %w", err)
+		}
+	}
 	return msg, nil
+}
+
+// defaultFingerprint is WrapOptions.Fingerprint's default for E: nil (the
+// payload's SHA-256) but for EventBridge's events.
+func defaultFingerprint[E any]() func(E) (string, error) {
+	switch any(*new(E)).(type) {
+	case events.CloudWatchEvent:
+		return func(e E) (string, error) { return EventFingerprint(any(e).(events.CloudWatchEvent)), nil }
+	case *events.CloudWatchEvent:
+		return func(e E) (string, error) {
+			if p := any(e).(*events.CloudWatchEvent); p != nil {
+				return EventFingerprint(*p), nil
+			}
+			return "", nil
+		}
+	}
+	return nil
+}
+
+// EventFingerprint is what identifies an EventBridge (or CloudWatch)
+// event's message: its source, detail-type and detail, compacted, without
+// the envelope (id, time, account, region), which each PutEvents of the
+// same message gives afresh. Wrap's default for such events.
+func EventFingerprint(e events.CloudWatchEvent) string {
+	var detail bytes.Buffer
+	if json.Compact(&detail, e.Detail) != nil {
+		detail.Reset()
+		detail.Write(e.Detail)
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(e.Source), []byte(e.DetailType), detail.Bytes()} {
+		h.Write(strconv.AppendInt(nil, int64(len(part)), 10)) // each part with its length: unambiguous
+		h.Write([]byte{':'})
+		h.Write(part)
+	}
+	return "eventbridge:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // decodeAnswer sets *r to the answer b holds, the zero R when b is empty:

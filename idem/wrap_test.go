@@ -43,7 +43,7 @@ func ExampleWrap_eventBridge() {
 			}
 			w, err := idem.Update(accounts, map[string]string{"account": c.Account}, expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
 			return c, idem.Effect{Writes: []types.TransactWriteItem{w}}, err
-		}, func(o *idem.WrapOptions) { o.Source = "payments" })
+		}, func(o *idem.WrapOptions[events.EventBridgeEvent]) { o.Source = "payments" })
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -84,7 +84,7 @@ func ExampleWrap_directInvoke() {
 		func(ctx context.Context, r refund) (receipt, idem.Effect, error) {
 			w, err := idem.Update(accounts, map[string]string{"account": r.Account}, expression.Add(expression.Name("balance"), expression.Value(-r.Cents)))
 			return receipt{Refunded: fmt.Sprintf("%s: %d cents", r.RequestID, r.Cents)}, idem.Effect{Writes: []types.TransactWriteItem{w}}, err
-		}, func(o *idem.WrapOptions) { o.Source = "refunds" })
+		}, func(o *idem.WrapOptions[refund]) { o.Source = "refunds" })
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -150,7 +150,7 @@ func TestWrap(t *testing.T) {
 		{"nil key", func() error { _, err := idem.Wrap(e.store, nil, h); return err }},
 		{"nil handler", func() error { _, err := idem.Wrap[ev, string](e.store, key, nil); return err }},
 		{"blank source", func() error {
-			_, err := idem.Wrap(e.store, key, h, func(o *idem.WrapOptions) { o.Source = "  " })
+			_, err := idem.Wrap(e.store, key, h, func(o *idem.WrapOptions[ev]) { o.Source = "  " })
 			return err
 		}},
 	} {
@@ -245,7 +245,7 @@ func TestWrapLease(t *testing.T) {
 			close(entered)
 			<-release
 			return "done", idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-9", 500)}}, nil
-		}, func(o *idem.WrapOptions) { o.Source, o.Lease = "events", &idem.LeaseOptions{} })
+		}, func(o *idem.WrapOptions[event]) { o.Source, o.Lease = "events", &idem.LeaseOptions{} })
 	if err != nil {
 		t.Fatal(err)
 	}
