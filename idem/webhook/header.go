@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -9,17 +10,45 @@ import (
 // lower case, its REST API as the client wrote them.
 type Header map[string]string
 
-// Get returns the value of the header name, or "" when it is absent.
+// Get returns the value of the header name, or "" when it is absent. When
+// the map holds the name in several spellings with different values (a
+// REST API event carries them as the client sent them), they are one
+// header sent twice: Get joins the values with commas, in the order of
+// the spellings, as HTTP combines a repeated header, so a retry reads the
+// same value whatever the map's order; a key read from it is then refused
+// as more than one value.
 func (h Header) Get(name string) string {
-	if v, ok := h[name]; ok {
-		return v
-	}
-	for k, v := range h {
-		if strings.EqualFold(k, name) {
-			return v
+	var (
+		v     string
+		found string // the spelling v came from
+		more  bool
+	)
+	for k, kv := range h {
+		if !strings.EqualFold(k, name) {
+			continue
+		}
+		switch {
+		case found == "":
+			v, found = kv, k
+		case kv != v:
+			more = true
 		}
 	}
-	return ""
+	if !more {
+		return v
+	}
+	var names []string
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	vals := make([]string, len(names))
+	for i, k := range names {
+		vals[i] = h[k]
+	}
+	return strings.Join(vals, ",")
 }
 
 // headerV1 merges a REST API event's two header maps. Headers holds only

@@ -11,7 +11,10 @@ import (
 
 // Mux routes deliveries to Receivers by "METHOD /path", such as
 // "POST /webhooks/stripe", so one function can serve several senders. An
-// unknown route is a 404.
+// unknown route is a 404. A Receiver left at its default Source takes the
+// route as its Source, so two routes never share keys; Receivers given
+// one Source share its keys, as one provider's events sent to two routes
+// are one event.
 type Mux map[string]*Receiver
 
 // HandleV2 routes an HTTP API delivery (payload format 2.0) by its route
@@ -19,32 +22,37 @@ type Mux map[string]*Receiver
 // method and raw path without the stage's prefix.
 func (m Mux) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	method, path := e.RequestContext.HTTP.Method, e.RawPath
-	r := m[e.RouteKey]
+	route := e.RouteKey
+	r := m[route]
 	if r == nil {
-		r = m[method+" "+path]
+		route = method + " " + path
+		r = m[route]
 	}
 	if stage := e.RequestContext.Stage; r == nil && stage != "" && stage != "$default" {
-		r = m[method+" "+strings.TrimPrefix(path, "/"+stage)]
+		route = method + " " + strings.TrimPrefix(path, "/"+stage)
+		r = m[route]
 	}
 	if r == nil {
 		resp := notFound(method, path)
 		return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: string(resp.Body)}, nil
 	}
-	return r.HandleV2(ctx, e)
+	return r.handleV2(ctx, e, route)
 }
 
 // HandleV1 routes a REST API proxy delivery by its method and resource,
 // else by its method and path.
 func (m Mux) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	r := m[e.HTTPMethod+" "+e.Resource]
+	route := e.HTTPMethod + " " + e.Resource
+	r := m[route]
 	if r == nil {
-		r = m[e.HTTPMethod+" "+e.Path]
+		route = e.HTTPMethod + " " + e.Path
+		r = m[route]
 	}
 	if r == nil {
 		resp := notFound(e.HTTPMethod, e.Path)
 		return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: string(resp.Body)}, nil
 	}
-	return r.HandleV1(ctx, e)
+	return r.handleV1(ctx, e, route)
 }
 
 // Handle serves either payload format, told apart by the event's "version"

@@ -14,7 +14,8 @@ type Options struct {
 	// keys. It must be a dimension value CloudWatch takes, 1 to 1,024
 	// printable ASCII characters not all spaces, and hold no "#" unless the
 	// Store sets a Scope (idem.Store.CheckSource); New refuses another.
-	// Defaults to "webhook".
+	// Defaults to "webhook", or, served by a Mux, the route the delivery
+	// matched ("POST /charges"): a key is scoped to its route.
 	Source string
 
 	// Verifier authenticates each delivery over its raw body before anything

@@ -20,6 +20,7 @@ type Receiver struct {
 	store     *idem.Store
 	handler   Handler
 	opts      Options
+	byRoute   bool                                                                   // Options.Source was left at its default: a Mux scopes keys by route
 	processFn func(context.Context, idem.Message, idem.Handler) (idem.Result, error) // Process, or ProcessLeased under Options.Lease
 }
 
@@ -30,6 +31,7 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	for _, fn := range optFns {
 		fn(&o)
 	}
+	byRoute := o.Source == ""
 	o.setDefaults()
 	switch {
 	case store == nil:
@@ -45,7 +47,7 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	if err := checkSecrets(o.Verifier); err != nil {
 		return nil, fmt.Errorf("webhook: New: %w", err)
 	}
-	r := &Receiver{store: store, handler: h, opts: o, processFn: store.Process}
+	r := &Receiver{store: store, handler: h, opts: o, byRoute: byRoute, processFn: store.Process}
 	if lease := o.Lease; lease != nil {
 		if err := store.CheckLease(*lease); err != nil {
 			return nil, fmt.Errorf("webhook: New: Options.Lease: %w", err)
@@ -61,19 +63,41 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 // function URL's. Every outcome is an HTTP response; the error is always
 // nil, since API Gateway would turn it into a bare 502.
 func (r *Receiver) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	req := Request{Method: e.RequestContext.HTTP.Method, Path: e.RawPath, Header: Header(e.Headers), Source: r.opts.Source}
-	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
-	body, b64 := wireBody(resp.Body)
-	return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
+	return r.handleV2(ctx, e, "")
 }
 
 // HandleV1 serves a REST API proxy delivery (or an HTTP API's payload format
 // 1.0), as HandleV2 does.
 func (r *Receiver) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.opts.Source}
+	return r.handleV1(ctx, e, "")
+}
+
+// handleV2 is HandleV2 for a delivery a Mux routed by route ("" when none
+// did).
+func (r *Receiver) handleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest, route string) (events.APIGatewayV2HTTPResponse, error) {
+	req := Request{Method: e.RequestContext.HTTP.Method, Path: e.RawPath, Header: Header(e.Headers), Source: r.source(route)}
+	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
+	body, b64 := wireBody(resp.Body)
+	return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
+}
+
+func (r *Receiver) handleV1(ctx context.Context, e events.APIGatewayProxyRequest, route string) (events.APIGatewayProxyResponse, error) {
+	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route)}
 	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
 	body, b64 := wireBody(resp.Body)
 	return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
+}
+
+// source is a delivery's Source: Options.Source, or, for a Receiver left at
+// the default and served by a Mux, the route that matched ("POST
+// /charges"), so that one key sent to two routes is two requests, as the
+// IETF idempotency-key draft scopes a key to its resource. serve refuses a
+// route the Store cannot take as a Source.
+func (r *Receiver) source(route string) string {
+	if r.byRoute && route != "" {
+		return route
+	}
+	return r.opts.Source
 }
 
 // wireBody is a body as API Gateway takes it: text, or base64 when it is
@@ -99,6 +123,15 @@ func (f *failure) Unwrap() error { return f.err }
 // serve runs the pipeline: size, base64, signature, JSON, key, then the
 // claim and effect. Each step reads only what the previous ones vouched for.
 func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64 bool) Response {
+	if req.Source != r.opts.Source {
+		if err := r.store.CheckSource(req.Source); err != nil {
+			// A route the Mux was given that cannot scope keys: the
+			// function's fault, not the sender's.
+			route := req.Source
+			req.Source = r.opts.Source
+			return r.fail(ctx, req, fmt.Errorf("webhook: the route %q cannot be the Source of a Receiver left at its default: %w; set Options.Source", route, err))
+		}
+	}
 	limit := r.opts.MaxBodyBytes
 	switch {
 	case isBase64 && len(body) > base64.StdEncoding.EncodedLen(limit), !isBase64 && len(body) > limit:
