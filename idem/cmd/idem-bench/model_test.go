@@ -324,7 +324,7 @@ func TestProxyCancelled(t *testing.T) {
 		atLeast bool // the SDK's waiter describes the table until it is active
 	}{
 		{"TransactWriteItems", 1, false},
-		{"TransactWriteItems, cancelled", 1, false},
+		{"TransactWriteItems (cancelled)", 1, false},
 		{"undelayed: DynamoDB_20120810.CreateTable", 1, false},
 		{"undelayed: DynamoDB_20120810.DescribeTable", 1, true},
 	} {

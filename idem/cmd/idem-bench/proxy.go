@@ -122,7 +122,7 @@ func (p *modelProxy) hold(resp *http.Response) error {
 	q, _ := p.model.lookup(c.op, c.items, cancelled)
 	class := c.op
 	if cancelled {
-		class += ", cancelled"
+		class += " (cancelled)"
 	}
 	total := q.draw(p.normal(class))
 	if d := total - time.Since(c.start); d > 0 {
@@ -160,7 +160,7 @@ func (p *modelProxy) count(class string) {
 }
 
 // Counts are the requests the proxy has seen by class: an operation, with
-// ", cancelled" for a cancelled transaction, or "undelayed: " and the
+// " (cancelled)" for a cancelled transaction, or "undelayed: " and the
 // X-Amz-Target of one it passed through.
 func (p *modelProxy) Counts() map[string]int {
 	p.mu.Lock()
