@@ -87,9 +87,9 @@ type leasePass struct {
 // leaseRow is what one mode measured.
 type leaseRow struct {
 	mode                   leaseMode
-	first, dup             leasePass
-	extraCalls, doubles    int // under concurrent duplicates, when mode.concurrent
-	dupMessages, dupCalled int // messages delivered at once, and their deliveries
+	first, dup             []leasePass // by server
+	extraCalls, doubles    int         // under concurrent duplicates, when mode.concurrent
+	dupMessages, dupCalled int         // messages delivered at once, and their deliveries
 }
 
 // leaseResult is the lease section of a run.
@@ -109,6 +109,8 @@ const redeliverAfter = 10 * time.Millisecond
 // environments: a Store each, sharing nothing but the tables.
 type leaseEnv struct {
 	mode   leaseMode
+	row    int // its mode's, in leaseModes
+	server int // its server's, in the report's
 	su     setup
 	ext    *external
 	stores []*idem.Store
@@ -181,24 +183,30 @@ func (e *leaseEnv) redeliver(ctx context.Context, store *idem.Store, m message) 
 }
 
 // runLease measures every lease mode: latency and calls with n messages
-// delivered one at a time, twice each, then dupN messages each delivered
-// at once from envs environments.
-func runLease(ctx context.Context, endpoint string, delay time.Duration, envs, latN, dupN int) (*leaseResult, error) {
+// delivered one at a time, twice each, on every server, then, on the
+// local server, dupN messages each delivered at once from envs
+// environments.
+func runLease(ctx context.Context, servers []server, delay time.Duration, envs, latN, dupN int) (*leaseResult, error) {
 	res := &leaseResult{external: delay, envs: envs, latN: latN, dupN: dupN}
 	var es []*leaseEnv
-	for _, mode := range leaseModes {
-		e, err := newLeaseEnv(ctx, endpoint, mode, delay, envs)
-		if err != nil {
-			return nil, err
+	for j, sv := range servers {
+		for k, mode := range leaseModes {
+			e, err := newLeaseEnv(ctx, sv.endpoint, mode, delay, envs)
+			if err != nil {
+				return nil, err
+			}
+			e.row, e.server = k, j
+			es = append(es, e)
 		}
-		es = append(es, e)
-		res.rows = append(res.rows, leaseRow{mode: mode})
+	}
+	for _, mode := range leaseModes {
+		res.rows = append(res.rows, leaseRow{mode: mode, first: make([]leasePass, len(servers)), dup: make([]leasePass, len(servers))})
 	}
 	if err := leaseLatencies(ctx, es, res.rows, latN); err != nil {
 		return nil, err
 	}
 	log.Printf("idem-bench: lease latency done")
-	for k, e := range es {
+	for k, e := range es[:len(leaseModes)] {
 		if !e.mode.concurrent {
 			continue
 		}
@@ -211,8 +219,8 @@ func runLease(ctx context.Context, endpoint string, delay time.Duration, envs, l
 }
 
 // leaseLatencies delivers n new messages one after another, then each
-// again, the modes taking turns as in latencies, and fills each row's
-// first and dup passes.
+// again, the modes and servers taking turns as in latencies, and fills
+// each row's first and dup passes.
 func leaseLatencies(ctx context.Context, es []*leaseEnv, rows []leaseRow, n int) error {
 	for pass := range 2 {
 		took := make([][]time.Duration, len(es))
@@ -239,9 +247,9 @@ func leaseLatencies(ctx context.Context, es []*leaseEnv, rows []leaseRow, n int)
 				p.ops[op] = float64(e.su.calls.Count(op)) / float64(n)
 			}
 			if pass == 0 {
-				rows[k].first = p
+				rows[e.row].first[e.server] = p
 			} else {
-				rows[k].dup = p
+				rows[e.row].dup[e.server] = p
 			}
 		}
 	}

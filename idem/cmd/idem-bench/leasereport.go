@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // leaseSection writes the lease mode's table beside the one-transaction
 // mode's.
@@ -12,10 +15,10 @@ func (r report) leaseSection(p func(string, ...any)) {
 	p("## Lease mode beside the one-transaction mode\n\n")
 	p("The handler calls an external service before its effect can be described: an in-process stand-in for a payment API that answers after %s and deduplicates by key (the same key gets the same receipt), then credits an account with the receipt as its response. ", lr.external)
 	p("Under `ProcessLeased` it forwards `Lease.Key`; under `Process` it makes the same call inside its handler with `idem.KeyFromContext`'s key, as a handler does today without the lease: unsafe, since two deliveries may call at once, but the latency comparison is fair. ")
-	p("Latency: %d messages, one client, one at a time, each delivered twice, the modes taking turns. ", lr.latN)
-	p("Concurrent duplicates: %d messages, one after another, each delivered at once from %d goroutines, each its own `Store` (its own environment), each delivering again %s after a retryable failure (`ErrLeaseHeld` among them) until it succeeds, as SQS would; extra calls are the calls the external service received beyond one per message.\n\n", lr.dupN, lr.envs, redeliverAfter)
-	p("| mode | calls/first | calls/dup | external calls/first | external calls/dup | first p50 ms | first p99 ms | dup p50 ms | dup p99 ms | extra external calls, concurrent duplicates | double effects, concurrent duplicates | deliveries per message, concurrent duplicates |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("Latency: %d messages, one client, one at a time, each delivered twice, the modes and servers taking turns. ", lr.latN)
+	p("Concurrent duplicates, on the local server (they count calls and effects): %d messages, one after another, each delivered at once from %d goroutines, each its own `Store` (its own environment), each delivering again %s after a retryable failure (`ErrLeaseHeld` among them) until it succeeds, as SQS would; extra calls are the calls the external service received beyond one per message.\n\n", lr.dupN, lr.envs, redeliverAfter)
+	p("| mode | calls/first | calls/dup | external calls/first | external calls/dup | extra external calls, concurrent duplicates | double effects, concurrent duplicates | deliveries per message, concurrent duplicates |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
 	for _, w := range lr.rows {
 		extra, doubles, deliveries := "—", "—", "—"
 		if w.mode.concurrent {
@@ -23,8 +26,14 @@ func (r report) leaseSection(p func(string, ...any)) {
 			doubles = fmt.Sprintf("%d of %d", w.doubles, w.dupMessages)
 			deliveries = fmt.Sprintf("%.1f", float64(w.dupCalled)/float64(w.dupMessages))
 		}
-		p("| %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s |\n", w.mode.name, w.first.calls, w.dup.calls, w.first.external, w.dup.external,
-			ms(w.first.p50), ms(w.first.p99), ms(w.dup.p50), ms(w.dup.p99), extra, doubles, deliveries)
+		p("| %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s |\n", w.mode.name, w.first[0].calls, w.dup[0].calls, w.first[0].external, w.dup[0].external, extra, doubles, deliveries)
+	}
+	head, rule := r.latencyHeader("first p50 ms", "first p99 ms", "dup p50 ms", "dup p99 ms")
+	p("\n| mode | %s\n|---|%s\n", head, rule)
+	for _, w := range lr.rows {
+		p("| %s | %s |\n", w.mode.name, sideBySide(4, len(r.servers), func(f, j int) string {
+			return ms([]time.Duration{w.first[j].p50, w.first[j].p99, w.dup[j].p50, w.dup[j].p99}[f])
+		}))
 	}
 	p("\nCalls by operation, per message:")
 	for i, w := range lr.rows {
@@ -32,7 +41,7 @@ func (r report) leaseSection(p func(string, ...any)) {
 		if i == len(lr.rows)-1 {
 			sep = "."
 		}
-		p(" %s: first delivery %s, duplicate %s%s", w.mode.name, ops(w.first.ops), ops(w.dup.ops), sep)
+		p(" %s: first delivery %s, duplicate %s%s", w.mode.name, ops(w.first[0].ops), ops(w.dup[0].ops), sep)
 	}
 	p(" A one-transaction duplicate runs its handler, and so calls the service again, before its transaction finds the claim; a leased duplicate's `UpdateItem` finds it first. ")
 	p("Write cost, by DynamoDB's pricing rather than measured here (the local server reports none): an `UpdateItem` of an item under 1 KB is 1 WRU and each action of a `TransactWriteItems` 2 WRU per KB, so for items under 1 KB the lease's first delivery costs 1 WRU more than the one-transaction mode's 2-action transaction (4 WRU).\n\n")
@@ -65,9 +74,9 @@ func (r report) leaseTargets() []target {
 	}
 	return []target{
 		{"lease: first delivery costs 2 calls (the lease's UpdateItem, the commit's TransactWriteItems)",
-			fmt.Sprintf("%.2f (%s)", lease.first.calls, ops(lease.first.ops)), lease.first.calls == 2},
+			fmt.Sprintf("%.2f (%s)", lease.first[0].calls, ops(lease.first[0].ops)), lease.first[0].calls == 2},
 		{"lease: duplicate costs 1 call (0 with the claim cache)",
-			fmt.Sprintf("%.2f (%.2f with CacheSize 1000)", lease.dup.calls, cached.dup.calls), lease.dup.calls == 1 && cached.dup.calls == 0},
+			fmt.Sprintf("%.2f (%.2f with CacheSize 1000)", lease.dup[0].calls, cached.dup[0].calls), lease.dup[0].calls == 1 && cached.dup[0].calls == 0},
 		{"lease: concurrent duplicates make 0 extra external calls",
 			fmt.Sprintf("%d for %d messages × %d environments (one transaction: %d)", lease.extraCalls, lease.dupMessages, r.lease.envs, one.extraCalls), lease.extraCalls == 0},
 		{"0 double effects under concurrent duplicates, lease and one-transaction modes",

@@ -5,6 +5,11 @@
 // benchmarks and its functions' cold starts (-only picks some), and prints the
 // tables (and writes them as Markdown with -out). Run it from the module's
 // root: it builds the functions with the Makefile, as sam build does.
+//
+// Every latency is measured twice, taking turns: on the local server, which
+// prices a transaction about like a single write, and through a model of
+// DynamoDB's published latencies in front of it (model.go: the figures, their
+// source and -model's file format; -model off skips it).
 package main
 
 import (
@@ -49,6 +54,8 @@ func bench() error {
 		relayN    = flag.Int("relay", 2000, "outbox messages the outbox section's relay sends")
 		e2eN      = flag.Int("ledger", 50, "credits timed to their ledger entry on the local stack; 0 skips the stack")
 		only      = flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); empty runs them all")
+		modelPath = flag.String("model", modelPublished, "DynamoDB latency model: a JSON file of per-operation p50/p99 (model.go has the format), \""+modelPublished+"\" for the published figures of model-published.json, or \""+modelOff+"\" to measure on the local server alone")
+		seed      = flag.Uint64("seed", 1, "seed of the model's draws: a run with the same seed draws the same delays for each operation")
 	)
 	flag.StringVar(&goCmd, "go", "go", "the go command, for the Go benchmarks and the emulator's build")
 	flag.StringVar(&makeCmd, "make", "make", "the make command, for the functions' builds")
@@ -65,6 +72,12 @@ func bench() error {
 	if _, err := os.Stat("template.yaml"); err != nil && (*cpu || *coldN > 0) {
 		return fmt.Errorf("run idem-bench from the module's root, where template.yaml and the Makefile are, or with -cpu=false -coldstarts 0: %w", err)
 	}
+	var m *model
+	if *modelPath != modelOff {
+		if m, err = loadModel(*modelPath); err != nil {
+			return err
+		}
+	}
 	ctx := context.Background()
 	endpoint := idemtest.ExternalEndpoint()
 	if endpoint == "" {
@@ -75,24 +88,40 @@ func bench() error {
 		defer srv.Stop()
 		endpoint = srv.Endpoint
 	}
-	rep := report{started: time.Now(), endpoint: endpoint, latN: *latN, tpN: *tpN, accounts: *accounts, faultN: *faultN, batchN: *batchN, coldN: *coldN}
+	rep := report{started: time.Now(), endpoint: endpoint, latN: *latN, tpN: *tpN, accounts: *accounts, faultN: *faultN, batchN: *batchN, coldN: *coldN,
+		servers: []server{{"local", endpoint}}, model: m, seed: *seed}
+	var proxy *modelProxy
+	if m != nil {
+		if proxy, err = startProxy(m, endpoint, *seed); err != nil {
+			return err
+		}
+		defer proxy.Close()
+		rep.servers = append(rep.servers, server{"model", proxy.URL})
+	}
+	if slices.ContainsFunc([]string{"strategies", "powertools", "lease", "outbox"}, runs) {
+		log.Printf("idem-bench: a transaction's price beside a PutItem's, on %d server(s)", len(rep.servers))
+		rep.ratioN = *latN
+		if rep.ratios, err = measureRatio(ctx, rep.servers, *latN); err != nil {
+			return err
+		}
+	}
 	if runs("strategies") {
-		if rep.rows, err = run(ctx, endpoint, rep); err != nil {
+		if rep.rows, err = run(ctx, rep); err != nil {
 			return err
 		}
 	}
 	if runs("lease") {
-		if rep.lease, err = runLease(ctx, endpoint, *extDelay, *envs, *latN, *faultN); err != nil {
+		if rep.lease, err = runLease(ctx, rep.servers, *extDelay, *envs, *latN, *faultN); err != nil {
 			return err
 		}
 	}
 	if runs("outbox") {
-		if rep.outbox, err = runOutbox(ctx, endpoint, *latN, *relayN, *e2eN); err != nil {
+		if rep.outbox, err = runOutbox(ctx, rep.servers, *latN, *relayN, *e2eN); err != nil {
 			return err
 		}
 	}
 	if *ptools {
-		if rep.powertools, err = runPowertools(ctx, endpoint, powertoolsDir, *latN, *faultN); err != nil {
+		if rep.powertools, err = runPowertools(ctx, rep.servers, powertoolsDir, *latN, *faultN); err != nil {
 			return err
 		}
 		if why := rep.powertools.skipped; why != "" {
@@ -118,6 +147,9 @@ func bench() error {
 			return err
 		}
 	}
+	if proxy != nil {
+		rep.counts = proxy.Counts()
+	}
 	md := rep.markdown()
 	fmt.Print(md)
 	if *out != "" {
@@ -126,7 +158,9 @@ func bench() error {
 	return nil
 }
 
-func run(ctx context.Context, endpoint string, rep report) ([]row, error) {
+// run measures every strategy: latency on every server, the rest on the
+// local server.
+func run(ctx context.Context, rep report) ([]row, error) {
 	builders := []struct {
 		name      string
 		batchMode bool
@@ -167,25 +201,28 @@ func run(ctx context.Context, endpoint string, rep report) ([]row, error) {
 			return &bare{c: su.client, accounts: su.accounts}, nil
 		}},
 	}
-	var (
-		sus  []setup
-		rows []row
-	)
-	for _, b := range builders {
-		su := setup{calls: &idemtest.CallCounter{}}
-		su.client = idemtest.NewClient(endpoint, su.calls.Option)
-		processed, err := idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
-		if err != nil {
-			return nil, err
+	// sus[j][k] is strategy k on server j; their tables are their own.
+	sus := make([][]setup, len(rep.servers))
+	var rows []row
+	for j, sv := range rep.servers {
+		for _, b := range builders {
+			su := setup{calls: &idemtest.CallCounter{}}
+			su.client = idemtest.NewClient(sv.endpoint, su.calls.Option)
+			processed, err := idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+			if err != nil {
+				return nil, err
+			}
+			if su.accounts, err = idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-accounts", HashKey: "account"}); err != nil {
+				return nil, err
+			}
+			if su.strategy, err = b.build(&su, processed); err != nil {
+				return nil, err
+			}
+			sus[j] = append(sus[j], su)
+			if j == 0 {
+				rows = append(rows, row{name: b.name, batchMode: b.batchMode, crashMessages: rep.faultN, raceMessages: rep.faultN})
+			}
 		}
-		if su.accounts, err = idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-accounts", HashKey: "account"}); err != nil {
-			return nil, err
-		}
-		if su.strategy, err = b.build(&su, processed); err != nil {
-			return nil, err
-		}
-		sus = append(sus, su)
-		rows = append(rows, row{name: b.name, batchMode: b.batchMode, crashMessages: rep.faultN, raceMessages: rep.faultN})
 	}
 	// Each measure takes turns between the strategies, so that a change
 	// in the shared machine's load falls on all of them alike.
@@ -193,33 +230,45 @@ func run(ctx context.Context, endpoint string, rep report) ([]row, error) {
 		return nil, err
 	}
 	log.Printf("idem-bench: latency done")
+	// The batch table takes turns between both kits on every server: kit
+	// r on server j is kits[j*len(kitRows)+r].
 	var (
 		kits    []*sqsKit
 		kitSus  []setup
 		kitRows []int
 	)
-	for i, su := range sus {
-		if k, ok := su.strategy.(*sqsKit); ok {
-			kits, kitSus, kitRows = append(kits, k), append(kitSus, su), append(kitRows, i)
+	for j := range sus {
+		for i, su := range sus[j] {
+			if k, ok := su.strategy.(*sqsKit); ok {
+				kits, kitSus = append(kits, k), append(kitSus, su)
+				if j == 0 {
+					kitRows = append(kitRows, i)
+				}
+			}
 		}
 	}
 	tables, err := batchTables(ctx, kitSus, kits, rep.batchN)
 	if err != nil {
 		return nil, err
 	}
-	for j, i := range kitRows {
-		rows[i].batches = tables[j]
+	for r, i := range kitRows {
+		for j := range sus {
+			rows[i].batches = append(rows[i].batches, tables[j*len(kitRows)+r])
+		}
 		if rows[i].batchMode {
 			// Per message, in batches of 10 new, then redelivered, messages.
-			rows[i].callsFirst, rows[i].callsDup = tables[j][0].calls/10, tables[j][1].calls/10
+			local := rows[i].batches[0]
+			rows[i].callsFirst, rows[i].callsDup = local[0].calls/10, local[1].calls/10
 		}
 	}
 	log.Printf("idem-bench: batch table done")
-	if err := throughputs(ctx, sus, rows, rep.tpN, rep.accounts); err != nil {
+	// Throughput and the fault columns count effects: the local server's
+	// answers suffice.
+	if err := throughputs(ctx, sus[0], rows, rep.tpN, rep.accounts); err != nil {
 		return nil, err
 	}
 	log.Printf("idem-bench: throughput done")
-	for i, su := range sus {
+	for i, su := range sus[0] {
 		r := &rows[i]
 		prefix := fmt.Sprint("s", i)
 		var err error
@@ -231,9 +280,11 @@ func run(ctx context.Context, endpoint string, rep report) ([]row, error) {
 		}
 		log.Printf("idem-bench: %s done", r.name)
 	}
-	floor := rows[len(rows)-1].p50First
+	floor := rows[len(rows)-1].lat
 	for i := range rows {
-		rows[i].ratio = float64(rows[i].p50First) / float64(floor)
+		for j := range rows[i].lat {
+			rows[i].lat[j].ratio = ratio(rows[i].lat[j].p50First, floor[j].p50First)
+		}
 	}
 	return rows, nil
 }

@@ -22,14 +22,19 @@ type row struct {
 	name                        string
 	batchMode                   bool // latency is per batch, in the batch table
 	callsFirst, callsDup        float64
-	p50First, p99First          time.Duration
-	p50Dup, p99Dup              time.Duration
-	ratio                       float64 // first-delivery p50 over the floor's
+	lat                         []latency // by server
 	msgsPerSec                  float64
 	creditsPerMsg               float64 // credits the throughput run applied per message
 	crashDoubles, raceDoubles   int
 	crashMessages, raceMessages int
-	batches                     []batchStat // the SQS adapter's, by batchScenarios
+	batches                     [][]batchStat // the SQS adapter's, by server, then by batchScenarios
+}
+
+// latency is a strategy's delivery latency on one server.
+type latency struct {
+	p50First, p99First time.Duration
+	p50Dup, p99Dup     time.Duration
+	ratio              float64 // first-delivery p50 over the floor's on the same server
 }
 
 type setup struct {
@@ -40,29 +45,38 @@ type setup struct {
 }
 
 // latencies delivers n new messages one after another, then each again,
-// taking turns between the strategies so that a change in the shared
-// machine's load falls on all of them alike; it fills each row's calls and
-// latencies. Batch-mode rows are left out: their figures are per batch.
-func latencies(ctx context.Context, sus []setup, rows []row, n int) error {
-	first, dup := make([][]time.Duration, len(sus)), make([][]time.Duration, len(sus))
-	for pass, out := range [][][]time.Duration{first, dup} {
-		for _, su := range sus {
-			su.calls.Reset()
+// taking turns between the strategies and, for each, between the servers
+// (sus[j][k] is strategy k on server j), so that a change in the shared
+// machine's load falls on all of them alike; it fills each row's calls
+// (the local server's: the model changes none) and latencies. Batch-mode
+// rows are left out: their figures are per batch.
+func latencies(ctx context.Context, sus [][]setup, rows []row, n int) error {
+	// took[pass][j][k]: first deliveries, then duplicates.
+	var took [2][][][]time.Duration
+	for pass := range took {
+		took[pass] = make([][][]time.Duration, len(sus))
+		for j := range sus {
+			took[pass][j] = make([][]time.Duration, len(rows))
+			for _, su := range sus[j] {
+				su.calls.Reset()
+			}
 		}
 		for i := range n {
-			for k, su := range sus {
+			for k := range rows {
 				if rows[k].batchMode {
 					continue
 				}
-				m := message{id: fmt.Sprintf("s%d-lat-%d", k, i), account: fmt.Sprintf("lat-%d", i%10), cents: 1}
-				start := time.Now()
-				if err := su.strategy.deliver(ctx, m, false); err != nil {
-					return fmt.Errorf("%s: latency pass %d, %s: %w", rows[k].name, pass, m.id, err)
+				for j := range sus {
+					m := message{id: fmt.Sprintf("s%d.%d-lat-%d", k, j, i), account: fmt.Sprintf("lat-%d", i%10), cents: 1}
+					start := time.Now()
+					if err := sus[j][k].strategy.deliver(ctx, m, false); err != nil {
+						return fmt.Errorf("%s: latency pass %d, %s: %w", rows[k].name, pass, m.id, err)
+					}
+					took[pass][j][k] = append(took[pass][j][k], time.Since(start))
 				}
-				out[k] = append(out[k], time.Since(start))
 			}
 		}
-		for k, su := range sus {
+		for k, su := range sus[0] {
 			calls := float64(su.calls.Count("")) / float64(n)
 			if rows[k].batchMode {
 				continue
@@ -74,9 +88,13 @@ func latencies(ctx context.Context, sus []setup, rows []row, n int) error {
 		}
 	}
 	for k := range rows {
-		if !rows[k].batchMode {
-			rows[k].p50First, rows[k].p99First = percentile(first[k], 0.5), percentile(first[k], 0.99)
-			rows[k].p50Dup, rows[k].p99Dup = percentile(dup[k], 0.5), percentile(dup[k], 0.99)
+		rows[k].lat = make([]latency, len(sus))
+		if rows[k].batchMode {
+			continue
+		}
+		for j := range sus {
+			first, dup := took[0][j][k], took[1][j][k]
+			rows[k].lat[j] = latency{p50First: percentile(first, 0.5), p99First: percentile(first, 0.99), p50Dup: percentile(dup, 0.5), p99Dup: percentile(dup, 0.99)}
 		}
 	}
 	return nil

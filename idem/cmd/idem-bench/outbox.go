@@ -37,7 +37,7 @@ import (
 // outboxResult is the outbox section of a run.
 type outboxResult struct {
 	latN                 int
-	plain, withMessage   leasePass // calls and latency per first delivery
+	plain, withMessage   []leasePass // calls and latency per first delivery, by server
 	relayN, relayBatches int
 	relaySends           int // SendMessageBatch calls
 	relayTime            time.Duration
@@ -47,26 +47,45 @@ type outboxResult struct {
 	e2eSkipped           string
 }
 
-func runOutbox(ctx context.Context, endpoint string, latN, relayN, e2eN int) (*outboxResult, error) {
-	res := &outboxResult{latN: latN, relayN: relayN, e2eN: e2eN}
-	su := setup{calls: &idemtest.CallCounter{}}
-	su.client = idemtest.NewClient(endpoint, su.calls.Option)
-	processed, err := idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-outbox-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
-	if err != nil {
+// outboxEnv is the outbox section's tables and Store on one server.
+type outboxEnv struct {
+	su                  setup
+	processed, accounts string
+	store               *idem.Store
+}
+
+func newOutboxEnv(ctx context.Context, endpoint string) (*outboxEnv, error) {
+	e := &outboxEnv{su: setup{calls: &idemtest.CallCounter{}}}
+	e.su.client = idemtest.NewClient(endpoint, e.su.calls.Option)
+	var err error
+	if e.processed, err = idemtest.MakeTable(ctx, e.su.client, idemtest.Table{Name: "bench-outbox-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
 		return nil, err
 	}
-	if _, err := su.client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(processed),
+	if _, err := e.su.client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(e.processed),
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}}); err != nil {
 		return nil, err
 	}
-	accounts, err := idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-outbox-accounts", HashKey: "account"})
-	if err != nil {
+	if e.accounts, err = idemtest.MakeTable(ctx, e.su.client, idemtest.Table{Name: "bench-outbox-accounts", HashKey: "account"}); err != nil {
 		return nil, err
 	}
-	store, err := idem.New(su.client, processed, quietStore)
-	if err != nil {
-		return nil, err
+	e.store, err = idem.New(e.su.client, e.processed, quietStore)
+	return e, err
+}
+
+// runOutbox measures the first deliveries on every server, taking turns;
+// the relay and the ledger latency on the local server and stack.
+func runOutbox(ctx context.Context, servers []server, latN, relayN, e2eN int) (*outboxResult, error) {
+	res := &outboxResult{latN: latN, relayN: relayN, e2eN: e2eN}
+	var envs []*outboxEnv
+	for _, sv := range servers {
+		e, err := newOutboxEnv(ctx, sv.endpoint)
+		if err != nil {
+			return nil, err
+		}
+		envs = append(envs, e)
 	}
+	local := envs[0]
+	su, processed, store := local.su, local.processed, local.store
 	sqsSrv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
 	if err != nil {
 		return nil, err
@@ -82,11 +101,11 @@ func runOutbox(ctx context.Context, endpoint string, latN, relayN, e2eN int) (*o
 	queueURL := aws.ToString(q.QueueUrl)
 
 	// One first delivery with the credit alone, the next with the credit
-	// and one message, taking turns.
+	// and one message, taking turns, each on every server in turn.
 	log.Printf("idem-bench: outbox: %d first deliveries with and without a message", latN)
-	handler := func(withMessage bool) idem.Handler {
+	handler := func(e *outboxEnv, withMessage bool) idem.Handler {
 		return func(_ context.Context, m idem.Message) (idem.Effect, error) {
-			w, err := idem.Update(accounts, map[string]string{"account": "acc-1"}, expression.Add(expression.Name("balance"), expression.Value(1)))
+			w, err := idem.Update(e.accounts, map[string]string{"account": "acc-1"}, expression.Add(expression.Name("balance"), expression.Value(1)))
 			eff := idem.Effect{Writes: []types.TransactWriteItem{w}}
 			if withMessage {
 				eff.Messages = []idem.OutgoingMessage{{Destination: queueURL, Type: "credit.applied", Body: `{"account":"acc-1","cents":1,"id":"` + m.ID + `"}`}}
@@ -94,26 +113,32 @@ func runOutbox(ctx context.Context, endpoint string, latN, relayN, e2eN int) (*o
 			return eff, err
 		}
 	}
-	var lat [2][]time.Duration
-	var calls [2]int
+	lat := make([][2][]time.Duration, len(envs))
+	calls := make([][2]int, len(envs))
 	for i := range 2 * latN {
 		mode := i % 2
-		su.calls.Reset()
-		start := time.Now()
-		if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("lat-", i), Source: "bench"}, handler(mode == 1)); err != nil {
-			return nil, err
+		for j, e := range envs {
+			e.su.calls.Reset()
+			start := time.Now()
+			if _, err := e.store.Process(ctx, idem.Message{ID: fmt.Sprint("lat-", i), Source: "bench"}, handler(e, mode == 1)); err != nil {
+				return nil, err
+			}
+			lat[j][mode] = append(lat[j][mode], time.Since(start))
+			calls[j][mode] += e.su.calls.Count("")
 		}
-		lat[mode] = append(lat[mode], time.Since(start))
-		calls[mode] += su.calls.Count("")
 	}
-	res.plain = leasePass{calls: float64(calls[0]) / float64(latN), p50: percentile(lat[0], 0.5), p99: percentile(lat[0], 0.99)}
-	res.withMessage = leasePass{calls: float64(calls[1]) / float64(latN), p50: percentile(lat[1], 0.5), p99: percentile(lat[1], 0.99)}
+	for j := range envs {
+		pass := func(mode int) leasePass {
+			return leasePass{calls: float64(calls[j][mode]) / float64(latN), p50: percentile(lat[j][mode], 0.5), p99: percentile(lat[j][mode], 0.99)}
+		}
+		res.plain, res.withMessage = append(res.plain, pass(0)), append(res.withMessage, pass(1))
+	}
 
 	// The relay: every outbox item of the stream, in batches of 100 as
 	// the event source mapping hands them over, to the local SQS.
 	log.Printf("idem-bench: outbox: %d more messages relayed", relayN)
 	for i := range relayN {
-		if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("relay-", i), Source: "bench"}, handler(true)); err != nil {
+		if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("relay-", i), Source: "bench"}, handler(local, true)); err != nil {
 			return nil, err
 		}
 	}

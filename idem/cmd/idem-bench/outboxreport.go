@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 )
 
 func (r report) outboxSection(p func(string, ...any)) {
@@ -13,9 +14,17 @@ func (r report) outboxSection(p func(string, ...any)) {
 	p("A first delivery whose effect is one credit, against the same delivery with one outgoing message besides (`Effect.Messages`: an outbox item in the same transaction), %d of each taking turns, one client, one at a time. ", o.latN)
 	p("Relay: %d outbox items read from the claims table's stream (the local server's DynamoDB Streams) and handed to `outbox.Relay.Handle` in batches of 100, as the event source mapping would, sending to a local SQS (moto) with `SendMessageBatch`; the time is the relay's alone, the stream read excluded. ", o.relayN)
 	p("Ledger latency: the whole local stack (`make local`: each function built with make and run under the Lambda emulator, the stream and queue event source mappings emulated), %d webhook credits one after another, from the HTTP request to the ledger entry's appearance (the credit's commit, the relay on the stream, the ledger queue, `LedgerFunction`), polled every 2 ms; the local mappings poll their stream and queue on intervals of their own, which dominate the figure.\n\n", o.e2eN)
-	p("| delivery | calls/first | first p50 ms | first p99 ms |\n|---|---|---|---|\n")
-	p("| one credit | %.2f | %s | %s |\n", o.plain.calls, ms(o.plain.p50), ms(o.plain.p99))
-	p("| one credit and one outgoing message | %.2f | %s | %s |\n\n", o.withMessage.calls, ms(o.withMessage.p50), ms(o.withMessage.p99))
+	head, rule := r.latencyHeader("first p50 ms", "first p99 ms")
+	p("| delivery | calls/first | %s\n|---|---|%s\n", head, rule)
+	for _, d := range []struct {
+		name   string
+		passes []leasePass
+	}{{"one credit", o.plain}, {"one credit and one outgoing message", o.withMessage}} {
+		p("| %s | %.2f | %s |\n", d.name, d.passes[0].calls, sideBySide(2, len(r.servers), func(f, j int) string {
+			return ms([]time.Duration{d.passes[j].p50, d.passes[j].p99}[f])
+		}))
+	}
+	p("\nThe relay and the ledger latency below run on the local server and the local stack alone.\n\n")
 	rate := float64(o.relayN) / o.relayTime.Seconds()
 	p("| relay | messages | SendMessageBatch calls | seconds | messages/s |\n|---|---|---|---|---|\n")
 	p("| `outbox.Relay` → local SQS (moto) | %d | %d | %.2f | %.0f |\n", o.relayN, o.relaySends, o.relayTime.Seconds(), rate)
@@ -37,7 +46,7 @@ func (r report) outboxTargets() []target {
 	}
 	return []target{
 		{"outbox: one outgoing message adds no call (1 per first delivery)",
-			fmt.Sprintf("%.2f with it, %.2f without", o.withMessage.calls, o.plain.calls), o.withMessage.calls == 1 && o.plain.calls == 1},
+			fmt.Sprintf("%.2f with it, %.2f without", o.withMessage[0].calls, o.plain[0].calls), o.withMessage[0].calls == 1 && o.plain[0].calls == 1},
 		{"outbox: relay sends 10 messages per SendMessageBatch",
 			fmt.Sprintf("%d calls for %d messages", o.relaySends, o.relayN), o.relaySends <= (o.relayN+9)/10+o.relayBatches},
 	}

@@ -37,23 +37,41 @@ type ptMode struct {
 	RaceDoubles       int `json:"raceDoubles"`
 }
 
+// ptModes are the two cache settings and their floor, a bare UpdateItem
+// from the same process.
+type ptModes struct {
+	CacheOff ptMode `json:"cacheOff"`
+	CacheOn  ptMode `json:"cacheOn"`
+	Floor    ptMode `json:"floor"`
+}
+
 // powertoolsResult is bench.js's JSON object, or why it did not run.
 type powertoolsResult struct {
-	Versions        map[string]string `json:"versions"`
-	CacheOff        ptMode            `json:"cacheOff"`
-	CacheOn         ptMode            `json:"cacheOn"`
-	Floor           ptMode            `json:"floor"` // a bare UpdateItem from the same process
-	Faults          int               `json:"faults"`
-	DeadRemainingMs int               `json:"deadRemainingMs"`
+	Versions map[string]string `json:"versions"`
+	ptModes                    // on the local server
+	// Model is the same through the model: latencies only.
+	Model           *ptModes `json:"model"`
+	Faults          int      `json:"faults"`
+	DeadRemainingMs int      `json:"deadRemainingMs"`
 
 	skipped string // why the peer did not run; "" when it did
 }
 
+// on is the modes measured on server j.
+func (pt *powertoolsResult) on(j int) ptModes {
+	if j == 0 || pt.Model == nil {
+		return pt.ptModes
+	}
+	return *pt.Model
+}
+
 // runPowertools installs the pinned packages when needed, makes the tables
-// Powertools' docs ask for, and runs bench.js against endpoint. A machine
-// without node or npm, or without the registry, gets a result that says
-// why it was skipped rather than an error: the Go figures stand alone.
-func runPowertools(ctx context.Context, endpoint, dir string, latN, faultN int) (*powertoolsResult, error) {
+// Powertools' docs ask for, and runs bench.js against the local server,
+// and the model when it runs. A machine without node or npm, or without
+// the registry, gets a result that says why it was skipped rather than an
+// error: the Go figures stand alone.
+func runPowertools(ctx context.Context, servers []server, dir string, latN, faultN int) (*powertoolsResult, error) {
+	endpoint := servers[0].endpoint
 	skip := func(format string, args ...any) (*powertoolsResult, error) {
 		return &powertoolsResult{skipped: fmt.Sprintf(format, args...)}, nil
 	}
@@ -99,6 +117,8 @@ func runPowertools(ctx context.Context, endpoint, dir string, latN, faultN int) 
 		"IDEM_BENCH_ACCOUNTS_TABLE="+accounts,
 		"IDEM_BENCH_LATENCY="+strconv.Itoa(latN),
 		"IDEM_BENCH_FAULTS="+strconv.Itoa(faultN),
+		// Over the same tables: the model's proxy forwards to the same server.
+		"IDEM_BENCH_MODEL_ENDPOINT="+modelEndpoint(servers),
 		// Powertools prefixes its keys with the function's name, as in Lambda.
 		"AWS_LAMBDA_FUNCTION_NAME=bench-powertools",
 		// The report records node's version; the SDK's notice that its
@@ -124,6 +144,14 @@ func installed(dir string) bool {
 	lock, err1 := os.Stat(filepath.Join(dir, "package-lock.json"))
 	done, err2 := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
 	return err1 == nil && err2 == nil && !done.ModTime().Before(lock.ModTime())
+}
+
+// modelEndpoint is the model's endpoint, or "" without it.
+func modelEndpoint(servers []server) string {
+	if len(servers) < 2 {
+		return ""
+	}
+	return servers[1].endpoint
 }
 
 func atoi(s string) int {
@@ -160,21 +188,31 @@ func (r report) powertoolsSection(p func(string, ...any)) {
 	p("`@aws-lambda-powertools/idempotency` %s with its `DynamoDBPersistenceLayer` (`@aws-sdk/client-dynamodb` %s, `@aws-sdk/lib-dynamodb` %s, Node %s), installed by `npm ci` from `%s/package-lock.json` and driven by `bench.js` beside it, on the same local server in this run. ",
 		pt.Versions["@aws-lambda-powertools/idempotency"], pt.Versions["@aws-sdk/client-dynamodb"], pt.Versions["@aws-sdk/lib-dynamodb"], pt.Versions["node"], powertoolsDir)
 	p("The handler is written as a Powertools user writes it: `makeIdempotent` (`eventKeyJmesPath: 'id'`) around a function that makes its own `UpdateItem ADD balance` through a `DynamoDBDocumentClient` on the persistence layer's client; the table has Powertools' default schema (partition key `id`, TTL on `expiration`). Calls are counted by a middleware at the SDK's initialize step, as on the Go side. ")
-	p("Latency as above, %d messages one at a time, each delivered twice, after 3 warm-up deliveries; the two cache settings and a bare `UpdateItem` from the same Node process (their floor) take turns. ", r.latN)
-	p("Crash window, %d messages per setting, every delivery retried until it succeeds: the handler throws after its write (Powertools deletes its record), or its process dies there (the `INPROGRESS` record stays until the %d ms the invocation had left run out; redeliveries get \"already in progress\" until then). The kit's and the Go two-phase lock's figures are theirs from the table above, their floor the Go bare `UpdateItem`.\n\n", pt.Faults, pt.DeadRemainingMs)
-	p("| strategy | calls/first | calls/dup | first p50 ms | first p99 ms | dup p50 ms | dup p99 ms | first p50 / floor | double effects, handler throws after its write | double effects, process dies after its write | double effects, concurrent redelivery |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("Latency as above, %d messages one at a time, each delivered twice, after 3 warm-up deliveries; the two cache settings and a bare `UpdateItem` from the same Node process (their floor) take turns, each on every server in turn. ", r.latN)
+	p("Crash window, %d messages per setting, on the local server, every delivery retried until it succeeds: the handler throws after its write (Powertools deletes its record), or its process dies there (the `INPROGRESS` record stays until the %d ms the invocation had left run out; redeliveries get \"already in progress\" until then). The kit's and the Go two-phase lock's figures are theirs from the tables above, their floor the Go bare `UpdateItem`.\n\n", pt.Faults, pt.DeadRemainingMs)
+	p("| strategy | calls/first | calls/dup | double effects, handler throws after its write | double effects, process dies after its write | double effects, concurrent redelivery |\n")
+	p("|---|---|---|---|---|---|\n")
 	of := func(d int) string { return fmt.Sprintf("%d of %d", d, pt.Faults) }
-	line := func(name string, m ptMode, crash ...string) {
+	head, rule := r.latencyHeader("first p50 ms", "first p99 ms", "dup p50 ms", "dup p99 ms", "first p50 / floor")
+	var lat []string // the latency table's lines, written after this one
+	line := func(name string, mode func(ptModes) ptMode, crash ...string) {
+		m := mode(pt.ptModes)
 		if crash == nil {
 			crash = []string{of(m.CrashThrowDoubles), of(m.CrashDieDoubles), of(m.RaceDoubles)}
 		}
-		p("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f× | %s | %s | %s |\n", name, m.CallsFirst, m.CallsDup,
-			m.FirstP50Ms, m.FirstP99Ms, m.DupP50Ms, m.DupP99Ms, m.FirstP50Ms/pt.Floor.FirstP50Ms, crash[0], crash[1], crash[2])
+		p("| %s | %.2f | %.2f | %s | %s | %s |\n", name, m.CallsFirst, m.CallsDup, crash[0], crash[1], crash[2])
+		lat = append(lat, fmt.Sprintf("| %s | %s |\n", name, sideBySide(5, len(r.servers), func(f, j int) string {
+			on := pt.on(j)
+			m := mode(on)
+			if f == 4 {
+				return fmt.Sprintf("%.2f×", m.FirstP50Ms/on.Floor.FirstP50Ms)
+			}
+			return fmt.Sprintf("%.2f", []float64{m.FirstP50Ms, m.FirstP99Ms, m.DupP50Ms, m.DupP99Ms}[f])
+		})))
 	}
-	line("Powertools, `useLocalCache: false` (its default)", pt.CacheOff)
-	line("Powertools, `useLocalCache: true`", pt.CacheOn)
-	line("bare `UpdateItem` from the same Node process (floor, no idempotency)", pt.Floor, "—", "—", "—")
+	line("Powertools, `useLocalCache: false` (its default)", func(m ptModes) ptMode { return m.CacheOff })
+	line("Powertools, `useLocalCache: true`", func(m ptModes) ptMode { return m.CacheOn })
+	line("bare `UpdateItem` from the same Node process (floor, no idempotency)", func(m ptModes) ptMode { return m.Floor }, "—", "—", "—")
 	for _, w := range r.rows {
 		if w.batchMode || !(w.batches != nil || strings.HasPrefix(w.name, "two-phase")) {
 			continue
@@ -183,9 +221,11 @@ func (r report) powertoolsSection(p func(string, ...any)) {
 		if w.batches == nil { // the Go two-phase lock: its crash column is a failure after the effect
 			throw, die = die, "—"
 		}
-		p("| %s, Go, same run | %.2f | %.2f | %s | %s | %s | %s | %.2f× | %s | %s | %d of %d |\n", w.name, w.callsFirst, w.callsDup,
-			ms(w.p50First), ms(w.p99First), ms(w.p50Dup), ms(w.p99Dup), w.ratio, throw, die, w.raceDoubles, w.raceMessages)
+		name := w.name + ", Go, same run"
+		p("| %s | %.2f | %.2f | %s | %s | %d of %d |\n", name, w.callsFirst, w.callsDup, throw, die, w.raceDoubles, w.raceMessages)
+		lat = append(lat, fmt.Sprintf("| %s | %s |\n", name, r.latencyCells(w.lat)))
 	}
+	p("\nLatency, each floor on its own server:\n\n| strategy | %s\n|---|%s\n%s", head, rule, strings.Join(lat, ""))
 	p("\nPowertools' calls by operation, per message: first delivery %s; duplicate %s without the cache, %s with it.\n\n",
 		ops(pt.CacheOff.OpsFirst), ops(pt.CacheOff.OpsDup), ops(pt.CacheOn.OpsDup))
 }

@@ -1,7 +1,9 @@
 // Powertools for AWS Lambda (TypeScript) idempotency, the real package, on
-// idem-bench's local DynamoDB: a credit handler written as a Powertools user
-// writes it (makeIdempotent around a handler that does its own UpdateItem),
-// timed and counted the way idem-bench times and counts the Go strategies.
+// idem-bench's local DynamoDB (and through its latency model when
+// IDEM_BENCH_MODEL_ENDPOINT is set): a credit handler written as a
+// Powertools user writes it (makeIdempotent around a handler that does its
+// own UpdateItem), timed and counted the way idem-bench times and counts
+// the Go strategies.
 // idem-bench creates the tables and passes them in the environment; this
 // prints one JSON object on stdout and nothing else there.
 import { readFileSync } from 'node:fs';
@@ -23,6 +25,9 @@ const recordsTable = env('IDEM_BENCH_POWERTOOLS_TABLE');
 const accountsTable = env('IDEM_BENCH_ACCOUNTS_TABLE');
 const latN = Number(env('IDEM_BENCH_LATENCY'));
 const faultN = Number(env('IDEM_BENCH_FAULTS'));
+// The DynamoDB latency model in front of the same server, when idem-bench
+// runs it: latencies are measured on both, taking turns.
+const modelEndpoint = process.env.IDEM_BENCH_MODEL_ENDPOINT;
 
 // How long a "dead" invocation's INPROGRESS record blocks redeliveries: the
 // Lambda time left when it died. Short, so the run stays short.
@@ -31,7 +36,7 @@ const deadRemainingMs = 1000;
 // A counting client: one middleware at the initialize step counts each
 // command once, however many attempts its retries make, as
 // idemtest.CallCounter does on the Go side.
-function countingClient() {
+function countingClient(endpoint) {
   const calls = {};
   const client = new DynamoDBClient({
     endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
@@ -49,8 +54,8 @@ function countingClient() {
 // idempotent handler. crash maps a message id whose next delivery fails
 // right after the business write to 'throw', or to a function to call as
 // its process "dies".
-function environment(useLocalCache) {
-  const counter = countingClient();
+function environment(useLocalCache, endpoint) {
+  const counter = countingClient(endpoint);
   const doc = DynamoDBDocumentClient.from(counter.client);
   const crash = new Map();
   const persistenceStore = new DynamoDBPersistenceLayer({ tableName: recordsTable, awsSdkV3Client: counter.client });
@@ -77,8 +82,8 @@ function environment(useLocalCache) {
 // The floor: the same credit through the same SDK, with no idempotency. It
 // takes turns with the Powertools environments, so their ratio to it does
 // not depend on the shared machine's load at the time.
-function bareEnvironment() {
-  const counter = countingClient();
+function bareEnvironment(endpoint) {
+  const counter = countingClient(endpoint);
   const doc = DynamoDBDocumentClient.from(counter.client);
   const handler = (event) => doc.send(new UpdateCommand({
     TableName: accountsTable, Key: { account: event.account },
@@ -191,8 +196,10 @@ async function race(e, prefix, n) {
 
 const version = (pkg) => JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url))).version;
 
-const envs = [environment(false), environment(true)];
-const [off, on, floor] = await latencies([...envs, bareEnvironment()], latN);
+const envs = [environment(false, endpoint), environment(true, endpoint)];
+const modelEnvs = modelEndpoint
+  ? [environment(false, modelEndpoint), environment(true, modelEndpoint), bareEnvironment(modelEndpoint)] : [];
+const [off, on, floor, ...onModel] = await latencies([...envs, bareEnvironment(endpoint), ...modelEnvs], latN);
 const modes = [off, on];
 for (const [k, e] of envs.entries()) {
   modes[k].crashThrowDoubles = await crashThrow(e, `pt${k}-crash-throw`, faultN);
@@ -207,5 +214,6 @@ const result = {
     '@aws-sdk/lib-dynamodb': version('@aws-sdk/lib-dynamodb'),
   },
   cacheOff: off, cacheOn: on, floor, faults: faultN, deadRemainingMs,
+  ...(modelEndpoint && { model: { cacheOff: onModel[0], cacheOn: onModel[1], floor: onModel[2] } }),
 };
 process.stdout.write(JSON.stringify(result) + '\n');
