@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idemkit/kit/idem/idemtest"
-	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 

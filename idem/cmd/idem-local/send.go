@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
-	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // send sends a message to a running stack's queue, for those without the

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // credentialsFromEnv are the environment's credentials, or dummy ones that

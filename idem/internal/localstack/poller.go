@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
-	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // Poller emulates a Lambda event source mapping for an SQS queue: it long

@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
-	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // queueAttributes are the AWS::SQS::Queue properties that are CreateQueue

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // The resource types the stack creates on the local servers.

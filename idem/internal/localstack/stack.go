@@ -16,9 +16,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
 	"github.com/idemkit/kit/idem/internal/receipts"
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
 )
 
 // defaultWait bounds the wait for a table to become active.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // StreamPoller emulates a Lambda event source mapping for a DynamoDB

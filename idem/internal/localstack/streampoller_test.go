@@ -17,8 +17,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"gopkg.in/yaml.v3"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/idemkit/kit/idem/idemtest"
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
 )
 
 // streamTable creates a table with a NEW_AND_OLD_IMAGES stream on the
@@ -26,7 +26,7 @@ import (
 func streamTable(t *testing.T) (*Table, func(pk, kind string)) {
 	t.Helper()
 	ctx := context.Background()
-	client := idemtest.Client(t)
+	client := idemtest.Client(idemtest.Endpoint(t))
 	name := fmt.Sprintf("stream-%d", time.Now().UnixNano())
 	out, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
@@ -323,7 +323,7 @@ Resources:
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ddb := idemtest.Client(t)
+	ddb := idemtest.Client(idemtest.Endpoint(t))
 	sq := newSQS(testSQS(t), "us-east-1")
 	res, err := CreateResources(ctx, tmpl, ResourceConfig{DynamoDB: ddb, SQS: sq, StackName: fmt.Sprintf("streams-%d", time.Now().UnixNano()), Region: "us-east-1", Logf: t.Logf})
 	if err != nil {

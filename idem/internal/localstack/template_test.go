@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"gopkg.in/yaml.v3"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idemkit/kit/idem/idemtest"
-	sqs "github.com/idemkit/kit/idem/internal/sqsapi"
-	sqstypes "github.com/idemkit/kit/idem/internal/sqsapi/types"
 )
 
 func TestParseTemplateShortForms(t *testing.T) {
@@ -167,7 +167,7 @@ func TestCreateResourcesMatchesTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ddb := idemtest.Client(t)
+	ddb := idemtest.Client(idemtest.Endpoint(t))
 	sq := newSQS(testSQS(t), "us-east-1")
 	stack := "tmpl-" + strconv.FormatInt(int64(os.Getpid()), 10)
 	res, err := CreateResources(ctx, tmpl, ResourceConfig{DynamoDB: ddb, SQS: sq, StackName: stack, Region: "us-east-1", Logf: t.Logf})
