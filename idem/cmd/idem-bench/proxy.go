@@ -37,6 +37,10 @@ type modelProxy struct {
 	mu     sync.Mutex
 	rngs   map[string]*rand.Rand // one per request class, so one class's draws do not depend on another's traffic
 	counts map[string]int        // requests by class
+
+	// drawn, when set, is told each request's drawn total time, for the
+	// tests: what the proxy held an answer to, whatever the machine added.
+	drawn func(class string, total time.Duration)
 }
 
 // call is what the proxy read from a modelled request.
@@ -126,6 +130,9 @@ func (p *modelProxy) hold(resp *http.Response) error {
 		class += " (cancelled)"
 	}
 	total := q.draw(p.normal(class))
+	if p.drawn != nil {
+		p.drawn(class, total)
+	}
 	if d := total - time.Since(c.start); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
