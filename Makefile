@@ -54,8 +54,13 @@ lint-template: tools
 	$(PYTHON) .ci/sam_translate.py template.yaml >/dev/null
 	@echo "template.yaml: cfn-lint clean, SAM transform ok"
 
+# staticcheck's default checks, pinned, fetched by go run (no tool line in
+# go.mod: a user's module graph gets nothing of it).
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 test: moto lint-template
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 	$(GO) test -race -count=1 ./...
 
 # Each fuzz target for a bounded time (FUZZTIME each); their seed corpora

@@ -79,15 +79,15 @@ func (w *Writer) Observe(_ context.Context, o idem.Observation) {
 func checkNamespace(ns string) error {
 	switch {
 	case len(ns) > 255:
-		return fmt.Errorf("Namespace is %d bytes; CloudWatch allows 255", len(ns))
+		return fmt.Errorf("the Namespace is %d bytes; CloudWatch allows 255", len(ns))
 	case strings.TrimSpace(ns) == "":
-		return errors.New("Namespace is all spaces; CloudWatch needs a character that is not")
+		return errors.New("the Namespace is all spaces; CloudWatch needs a character that is not")
 	case ns[0] == ':' || strings.HasPrefix(ns, "AWS/"):
-		return fmt.Errorf("Namespace %q starts with \":\" or \"AWS/\", which CloudWatch refuses", ns)
+		return fmt.Errorf("the Namespace %q starts with \":\" or \"AWS/\", which CloudWatch refuses", ns)
 	}
 	for i := 0; i < len(ns); i++ {
 		if c := ns[i]; c < ' ' || c > '~' {
-			return fmt.Errorf("Namespace %q has a control or non-ASCII character at byte %d; CloudWatch takes printable ASCII only", ns, i)
+			return fmt.Errorf("the Namespace %q has a control or non-ASCII character at byte %d; CloudWatch takes printable ASCII only", ns, i)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package localstack
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -187,7 +188,7 @@ func streamEventSource(id, name string, ep map[string]any) (*StreamEventSource, 
 	src := &StreamEventSource{Function: id, Event: name, StreamARN: scalarString(ep["Stream"]),
 		StartingPosition: scalarString(ep["StartingPosition"]), BatchSize: 100, MaximumRetryAttempts: -1, Enabled: true}
 	if src.StreamARN == "" {
-		return nil, fmt.Errorf("Stream is missing")
+		return nil, errors.New("the Stream property is missing")
 	}
 	if p := src.StartingPosition; p != "TRIM_HORIZON" && p != "LATEST" {
 		return nil, fmt.Errorf("StartingPosition %q: want TRIM_HORIZON or LATEST", p)

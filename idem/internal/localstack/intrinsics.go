@@ -167,7 +167,7 @@ func (r *resolver) intrinsic(name string, arg any) (any, error) {
 	case "Ref":
 		s, ok := arg.(string)
 		if !ok {
-			return nil, fmt.Errorf("Ref: want a name, got %v", arg)
+			return nil, fmt.Errorf("a Ref wants a name, got %v", arg)
 		}
 		return r.ref(s)
 	case "Condition":

@@ -15,13 +15,13 @@ func (r *resolver) ref(name string) (any, error) {
 		return v, nil
 	}
 	if strings.HasPrefix(name, "AWS::") {
-		return nil, fmt.Errorf("Ref %s: unknown pseudo parameter", name)
+		return nil, fmt.Errorf("the Ref %s names an unknown pseudo parameter", name)
 	}
 	if v, ok := r.params[name]; ok {
 		return v, nil
 	}
 	if _, ok := r.t.Resources[name]; !ok {
-		return nil, fmt.Errorf("Ref %s: no such parameter or resource", name)
+		return nil, fmt.Errorf("the Ref %s names no parameter or resource", name)
 	}
 	rv, err := r.resource(name)
 	if err != nil {
