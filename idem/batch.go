@@ -56,13 +56,13 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	keys := make([]string, len(msgs))
 	var pending []*entry
 	for i, msg := range msgs {
-		keys[i] = s.claimKey(msg)
-		if err := s.validateMessage(msg, keys[i]); err != nil {
+		id, err := s.identify(msg)
+		keys[i] = id.Key
+		if err != nil {
 			b.out[i].Err = err
 			continue
 		}
-		id := s.identify(msg, keys[i])
-		if res, err, ok := s.cached(id); ok {
+		if res, err, ok := s.cached(msg, id); ok {
 			b.out[i] = BatchResult{Result: res, Err: err}
 			continue
 		}
@@ -75,7 +75,7 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 			b.out[i].Err = err
 			continue
 		}
-		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes})
+		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes, c: claimant{s.claim, s.met}})
 	}
 	b.measure(pending)
 	for len(pending) > 0 || len(b.waiting) > 0 {
@@ -96,7 +96,7 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 		pending = b.round(ctx, pending)
 	}
 	for i, msg := range msgs {
-		if r := &b.out[i]; r.Err == nil && r.Result.Outcome == Duplicate {
+		if r := &b.out[i]; r.Err == nil && r.Result.Outcome == Duplicate && !r.Result.Cached { // the cache's answers are replayed
 			if err := replay(msg, keys[i], r.Result.Record); err != nil {
 				*r = BatchResult{Err: err}
 			}
@@ -118,10 +118,11 @@ type entry struct {
 	targets []target                  // the items they touch; key "" is a whole table
 	size    int
 
-	sends     int     // requests that carried it, the SDK's retries included
-	conflicts int     // sends cancelled by its own conflict or throttling
-	alone     bool    // in a transaction of its own, after the server refused a shared one
-	over      *Record // a pending claim whose lease ended, which its claim takes over
+	c         claimant // how its claim is made: afresh, or over an ended lease
+	over      bool     // its claim takes over a pending claim whose lease ended
+	sends     int      // requests that carried it, the SDK's retries included
+	conflicts int      // sends cancelled by its own conflict or throttling
+	alone     bool     // in a transaction of its own, after the server refused a shared one
 }
 
 // batchRun is one ProcessBatch call's state.
@@ -252,13 +253,13 @@ func isValidationException(err error) bool {
 // record its rejection; after a conflict or throttling within MaxAttempts,
 // e goes to b.waiting instead.
 func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
-	res, err, retry := b.s.classify(e.rec, e.writes, err, sent)
+	res, err, retry := b.s.classify(e.c, e.rec, e.writes, err, sent)
 	var rej *RejectedError
 	var re *RetryableError
 	var lh *LeaseHeldError
 	switch {
-	case e.over == nil && errors.As(err, &lh) && lh.ended(b.s.opts.Now()): // as in Process
-		e.over = &lh.stored
+	case !e.over && errors.As(err, &lh) && lh.ended(b.s.opts.Now()): // as in Process
+		e.c, e.over = b.s.takeover(lh.stored), true
 		b.measure([]*entry{e})
 		return true
 	case retry:
@@ -288,11 +289,8 @@ func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
 // settleAgainst settles e, whose key an earlier message of the batch
 // claimed or found claimed as stored, as the claim's condition would have.
 func (b *batchRun) settleAgainst(e *entry, stored Record) {
-	if !sameMessage(stored, e.rec) {
-		b.done(e, Result{}, &KeyReuseError{Key: e.rec.Key, Fingerprint: e.rec.Fingerprint, Stored: stored})
-		return
-	}
-	b.done(e, duplicate(stored, e.rec), nil)
+	res, err := b.s.meet(e.rec, stored)
+	b.done(e, res, err)
 }
 
 func (b *batchRun) done(e *entry, res Result, err error) {

@@ -60,7 +60,7 @@ func (e *env) batchHandler(specs []spec) idem.BatchHandler {
 		case "reject":
 			return idem.Effect{Writes: []types.TransactWriteItem{e.debit(sp.account, sp.cents)}}, nil
 		case "reject-recorded":
-			return idem.Effect{Writes: []types.TransactWriteItem{e.debit(sp.account, sp.cents)}, Rejected: func(*idem.RejectedError) []byte { return []byte("insufficient funds") }}, nil
+			return idem.Effect{Writes: []types.TransactWriteItem{e.debit(sp.account, sp.cents)}, Rejected: func(*idem.RejectedError) ([]byte, error) { return []byte("insufficient funds"), nil }}, nil
 		case "4 writes":
 			credit.Writes = nil
 			for j := range 4 {
@@ -328,7 +328,7 @@ func TestProcessBatchUnderFaults(t *testing.T) {
 		idemtest.FaultTruncatedResponse: 0.07,
 	}}
 	e := newEnv(t)
-	store, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) {})
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option), e.processed, func(o *idem.Options) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,8 +498,9 @@ func TestProcessBatchRetries(t *testing.T) {
 // transaction: the copy is the first's Duplicate without a call.
 func ExampleStore_ProcessBatch() {
 	ctx := context.Background()
-	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
-	if !ok {
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	client, processed, accounts := env.Client, env.Processed, env.Accounts

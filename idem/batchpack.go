@@ -25,11 +25,7 @@ func (b *batchRun) measure(es []*entry) {
 	}
 	var puts []put
 	for _, e := range es {
-		claim := b.s.claim(e.rec, e.rec.ClaimedAt)
-		if e.over != nil {
-			claim = b.s.takeoverClaim(e.rec, *e.over)
-		}
-		e.items = append(make([]types.TransactWriteItem, 0, len(e.writes)+1), claim)
+		e.items = append(make([]types.TransactWriteItem, 0, len(e.writes)+1), e.c.put(e.rec))
 		e.items = append(e.items, e.writes...)
 		e.targets = make([]target, len(e.items))
 		e.size = 0

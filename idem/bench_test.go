@@ -81,7 +81,7 @@ func BenchmarkProcess(b *testing.B) {
 // endpoint: a first delivery and a duplicate should each cost one.
 func BenchmarkCallsPerDelivery(b *testing.B) {
 	calls := &idemtest.CallCounter{}
-	c := idemtest.Client(b, calls.Option)
+	c := idemtest.Client(idemtest.Endpoint(b), calls.Option)
 	processed := idemtest.ProcessedTable(b, c)
 	accounts := idemtest.CreateTable(b, c, idemtest.Table{Name: "accounts", HashKey: "account"})
 	store, err := idem.New(c, processed, func(o *idem.Options) {})

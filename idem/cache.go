@@ -70,13 +70,3 @@ func (c *cache) put(rec Record) {
 		delete(c.byKey, last.Value.(*Record).Key)
 	}
 }
-
-// len is how many records are cached, for tests.
-func (c *cache) len() int {
-	if c == nil {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}

@@ -26,11 +26,11 @@ func TestCacheAnswersDuplicatesWithoutACall(t *testing.T) {
 	msg := func(id, payload string) idem.Message {
 		return idem.Message{ID: id, Source: "cached", Payload: []byte(payload)}
 	}
-	deliver := func(m idem.Message) (idem.Result, error, int) {
+	deliver := func(m idem.Message) (idem.Result, int, error) {
 		t.Helper()
 		e.calls.Reset()
 		res, err := e.store.Process(ctx, m, e.creditHandler(nil))
-		return res, err, e.calls.Count("TransactWriteItems")
+		return res, e.calls.Count("TransactWriteItems"), err
 	}
 	for _, step := range []struct {
 		name    string
@@ -53,7 +53,7 @@ func TestCacheAnswersDuplicatesWithoutACall(t *testing.T) {
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			now = now.Add(step.advance)
-			res, err, calls := deliver(step.msg)
+			res, calls, err := deliver(step.msg)
 			got := string(res.Outcome)
 			if errors.Is(err, idem.ErrKeyReuse) {
 				got = "KeyReuse"

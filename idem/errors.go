@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -22,6 +23,10 @@ var (
 	// an answer can be lost after the commit; retry the delivery later,
 	// which is safe either way: a committed one comes back a Duplicate.
 	ErrRetryable = errors.New("idem: transient failure")
+	// ErrDeadline: an adapter did not start the delivery, the Lambda
+	// deadline being within its margin, or the context done. Nothing was
+	// done; it comes back with the batch's retry.
+	ErrDeadline = errors.New("idem: not started: the deadline is near")
 )
 
 // InvalidError reports a message or effect that was not sent because
@@ -70,6 +75,20 @@ func (e *RejectedError) Error() string {
 }
 
 func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+// Decode reads the rejected item, as it was when the condition failed,
+// into v with attributevalue.UnmarshalMap. The item is there only when the
+// write asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD); without
+// it Decode leaves v as it is and returns nil.
+func (e *RejectedError) Decode(v any) error {
+	if len(e.Item) == 0 {
+		return nil
+	}
+	if err := attributevalue.UnmarshalMap(e.Item, v); err != nil {
+		return fmt.Errorf("idem: %q: decode the rejected item of %s: %w", e.Key, e.Table, err)
+	}
+	return nil
+}
 
 // RetryableError reports a transient failure: the transaction may have
 // committed with its answer lost (a timeout, a reset connection, a response
@@ -123,10 +142,16 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("idem: %q: %s panicked: %v", e.Key, cb, e.Value)
 }
 
-// Recover runs fn and turns a panic in it into a *PanicError naming
-// callback, with its stack: for adapters, so that every callback the kit
-// calls fails one delivery, never the process.
-func Recover(key, callback string, fn func() error) (err error) {
+// Unwrap is the panic's value when it was an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// recoverPanic runs fn and turns a panic in it into a *PanicError naming
+// callback, with its stack: every callback the kit calls fails one
+// delivery, never the process.
+func recoverPanic(key, callback string, fn func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Key: key, Callback: callback, Value: v, Stack: debug.Stack()}

@@ -17,8 +17,9 @@ import (
 // Duplicates that replay the stored response.
 func Example() {
 	ctx := context.Background()
-	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
-	if !ok {
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	client, processed, accounts := env.Client, env.Processed, env.Accounts

@@ -23,7 +23,7 @@ func TestFaultsNeverApplyTwice(t *testing.T) {
 		idemtest.FaultTruncatedResponse: 0.07,
 	}}
 	e := newEnv(t)
-	store, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) {})
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option), e.processed, func(o *idem.Options) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
 // TestAnswerLostAfterTheCommit: DynamoDB commits, and the answer is cut
@@ -29,7 +31,7 @@ import (
 func TestAnswerLostAfterTheCommit(t *testing.T) {
 	e := newEnv(t)
 	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultTruncatedResponse: 1}, Operations: []string{"TransactWriteItems"}}
-	cut, err := idem.New(idemtest.Client(t, faults.Option), e.processed, func(o *idem.Options) {})
+	cut, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option), e.processed, func(o *idem.Options) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestAnswerLostAfterTheCommit(t *testing.T) {
 	}
 	t.Logf("cut short after %d send(s): %v", re.Attempts, re)
 
-	unsent, err := idem.New(idemtest.Client(t, func(o *dynamodb.Options) {
+	unsent, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) {
 		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{}, errors.New("no credentials here")
 		})
@@ -79,7 +81,7 @@ func TestEveryCallbackRecovers(t *testing.T) {
 	rejecting := func(context.Context, idem.Message) (idem.Effect, error) {
 		return idem.Effect{
 			Writes:   []types.TransactWriteItem{e.debit("acc-empty", 100)},
-			Rejected: func(*idem.RejectedError) []byte { panic("rejected blew up") },
+			Rejected: func(*idem.RejectedError) ([]byte, error) { panic("rejected blew up") },
 		}, nil
 	}
 	_, err := e.store.Process(ctx, idem.Message{ID: "r1", Source: "s"}, rejecting)
@@ -264,8 +266,9 @@ func TestMetricNamesCloudWatchTakes(t *testing.T) {
 			if n := e.calls.Count("TransactWriteItems"); n != 0 {
 				t.Errorf("calls: want 0, got %d", n)
 			}
-			if err := e.store.CheckSource(tc.source); err == nil {
-				t.Error("CheckSource accepts it")
+			if _, err := sqsconsumer.New(e.store, func(context.Context, events.SQSMessage) (idem.Effect, error) { return idem.Effect{}, nil },
+				func(o *sqsconsumer.Options) { o.Source = tc.source }); err == nil {
+				t.Error("an adapter's New accepts it")
 			}
 		})
 	}
@@ -361,7 +364,7 @@ func TestAttemptsCountTheSDKsRetries(t *testing.T) {
 			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
 		})
 	}
-	failing, err := idem.New(idemtest.Client(t, faults.Option, noWait), e.processed)
+	failing, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option, noWait), e.processed)
 	if err != nil {
 		t.Fatal(err)
 	}

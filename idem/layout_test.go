@@ -33,7 +33,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	}
 	// The local tooling; the library's own shared code (such as the
 	// outbox's wire format) lives beside it under idem/internal.
-	tooling := mod + "idem/internal/{chaos,localdynamo,localstack,receipts,sqsapi}"
+	tooling := mod + "idem/internal/{chaos,localdynamo,localstack,receipts}"
 	for _, tc := range []struct {
 		pkg    string
 		refuse []string // import path prefixes it must not reach
@@ -61,6 +61,19 @@ func TestDependenciesPointOneWay(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestModTidy: go.mod and go.sum say what the code imports, and nothing
+// else: go mod tidy would change neither.
+func TestModTidy(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	out, err := exec.Command(goCmd, "mod", "tidy", "-diff").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go mod tidy would change go.mod or go.sum (run it):\n%s", out)
 	}
 }
 

@@ -18,7 +18,7 @@ type UpdateItemAPI interface {
 }
 
 // LeaseOptions configure ProcessLeased. Every default is written once, on
-// its field, and applied by ProcessLeased and CheckLease.
+// its field, and applied by ProcessLeased.
 type LeaseOptions struct {
 	// Duration is the longest a lease lasts. It ends sooner, Reserve
 	// before the context's deadline (a Lambda invoke's remaining time), when
@@ -86,10 +86,10 @@ func LeaseFromContext(ctx context.Context) (Lease, bool) {
 	return l, ok
 }
 
-// CheckLease reports whether the Store can run handlers under a lease
+// checkLease reports whether the Store can run handlers under a lease
 // with these options: its client must have UpdateItem, and the options
-// must make sense. Adapters call it when they are built.
-func (s *Store) CheckLease(o LeaseOptions) error {
+// must make sense. Adapters check when they are built.
+func (s *Store) checkLease(o LeaseOptions) error {
 	o.setDefaults()
 	if _, ok := s.client.(UpdateItemAPI); !ok {
 		return fmt.Errorf("idem: lease: the Store's DynamoDB client (%T) has no UpdateItem method, which a lease is taken with", s.client)
@@ -101,7 +101,7 @@ func (s *Store) CheckLease(o LeaseOptions) error {
 		return fmt.Errorf("idem: lease: LeaseOptions.Duration is %v; a lease shorter than a second leaves no time to call out", o.Duration)
 	case o.KeyLifetime <= o.Duration:
 		return fmt.Errorf("idem: lease: LeaseOptions.KeyLifetime (%v) must exceed Duration (%v): a lease and its retries must stay inside the lifetime of the key it forwards", o.KeyLifetime, o.Duration)
-	case s.opts.Retention() <= o.KeyLifetime+o.Duration:
+	case s.opts.retention() <= o.KeyLifetime+o.Duration:
 		return fmt.Errorf("idem: lease: Options.RetentionDays (%d) must exceed LeaseOptions.KeyLifetime + Duration (%v): a pending claim must outlive every lease that could call with its key", s.opts.RetentionDays, o.KeyLifetime+o.Duration)
 	}
 	return nil
@@ -128,25 +128,28 @@ func (s *Store) CheckLease(o LeaseOptions) error {
 // It costs a call more than Process for a first delivery (the lease's
 // UpdateItem), two more when h fails (the release); a duplicate costs one
 // call, as in Process, or none from the cache. The Store's client must
-// have UpdateItem (CheckLease).
+// have UpdateItem.
 func (s *Store) ProcessLeased(ctx context.Context, msg Message, h Handler, optFns ...func(*LeaseOptions)) (Result, error) {
 	var o LeaseOptions
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	key := s.claimKey(msg)
-	res, err := s.processLeased(ctx, msg, key, h, o)
-	s.obs.observe(ctx, msg, key, res, err)
+	id, err := s.identify(msg)
+	res, err := s.processLeased(ctx, msg, id, err, h, o)
+	s.obs.observe(ctx, msg, id.Key, res, err)
 	return res, err
 }
 
-func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Handler, o LeaseOptions) (Result, error) {
-	if err := s.CheckLease(o); err != nil {
+func (s *Store) processLeased(ctx context.Context, msg Message, id Record, err error, h Handler, o LeaseOptions) (Result, error) {
+	if err != nil {
+		return Result{}, err
+	}
+	key := id.Key
+	if err := s.checkLease(o); err != nil {
 		return Result{}, &InvalidError{Key: key, Reason: err.Error()}
 	}
 	o.setDefaults()
-	id, res, err, done := s.begin(msg, key)
-	if done {
+	if res, err, ok := s.cached(msg, id); ok {
 		return res, err
 	}
 	lease, res, err := s.acquire(ctx, id, o)
@@ -165,7 +168,7 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 	cancel()
 	now := s.opts.Now()
 	rec := id
-	rec.ClaimedAt, rec.ExpiresAt = lease.ClaimedAt, now.Add(s.opts.Retention())
+	rec.ClaimedAt, rec.ExpiresAt = lease.ClaimedAt, now.Add(s.opts.retention())
 	if err == nil {
 		err = s.validateEffect(rec, &eff, now)
 	}
@@ -174,7 +177,7 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 		return Result{}, err
 	}
 	rec.Outcome, rec.Response, rec.Token, rec.lease = Processed, eff.Response, lease.Token, lease.id
-	res, err = s.finish(ctx, msg, rec, eff, s.fencedClaim)
+	res, err = s.finish(ctx, msg, claimant{s.fencedClaim, s.fenced}, rec, eff)
 	if err != nil && !errors.Is(err, ErrFenced) {
 		// Safe even if the commit went through with its answer lost: the
 		// release applies only to a claim still pending under this lease.
@@ -187,7 +190,7 @@ func (s *Store) processLeased(ctx context.Context, msg Message, key string, h Ha
 // pending one whose lease has ended. A Token of 0 means the message was
 // processed before, and res is its Duplicate.
 func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, Result, error) {
-	client := s.client.(UpdateItemAPI) // CheckLease saw to it
+	client := s.client.(UpdateItemAPI) // checkLease saw to it
 	leaseID := rand.Text()             // this delivery's own: what its release and commit name
 	for attempt := 1; ; attempt++ {
 		now := s.opts.Now()
@@ -199,19 +202,22 @@ func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, 
 			return Lease{}, Result{}, &RetryableError{Key: id.Key, Err: fmt.Errorf("less than %v left for a lease before the deadline: %w", minLease, context.DeadlineExceeded)}
 		}
 		stored, ours, err := s.readForLease(ctx, client, id, now, until, leaseID)
-		switch {
-		case err != nil:
+		if err != nil {
 			return Lease{}, Result{}, err
-		case ours:
+		}
+		if ours {
 			return Lease{Key: id.Key, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, Result{}, nil
-		case !sameMessage(stored, id):
-			return Lease{}, Result{}, &KeyReuseError{Key: id.Key, Fingerprint: id.Fingerprint, Stored: stored}
-		case stored.Outcome != Pending:
-			res := duplicate(stored, id)
+		}
+		res, err := s.meet(id, stored)
+		var lh *LeaseHeldError
+		switch {
+		case err == nil: // processed before
 			s.remember(res, nil)
 			return Lease{}, res, nil
-		case stored.LeaseUntil.Add(takeoverSkew).After(now):
-			return Lease{}, Result{}, &LeaseHeldError{Key: id.Key, Until: stored.LeaseUntil.Add(takeoverSkew)}
+		case !errors.As(err, &lh):
+			return Lease{}, Result{}, err
+		case !lh.ended(now):
+			return Lease{}, Result{}, err
 		case until.Sub(stored.ClaimedAt) > o.KeyLifetime: // the call could come after the key is forgotten
 			return Lease{}, Result{}, &StaleLeaseError{Key: id.Key, ClaimedAt: stored.ClaimedAt, KeyLifetime: o.KeyLifetime}
 		}
@@ -223,6 +229,35 @@ func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, 
 			return Lease{}, Result{}, &RetryableError{Key: id.Key, Attempts: attempt, Err: errors.New("the claim changed under each takeover")}
 		}
 	}
+}
+
+// held is the *LeaseHeldError of a delivery that met stored, a pending
+// claim: retry after its lease, and the skew.
+func held(key string, stored Record) *LeaseHeldError {
+	return &LeaseHeldError{Key: key, Until: stored.LeaseUntil.Add(takeoverSkew), stored: stored}
+}
+
+// takeover claims the key of stored, a pending claim whose lease ended,
+// for a delivery that calls nothing out (Process, ProcessBatch): its Put
+// replaces the claim on the condition that it is still that claim, under
+// that lease; a claim gone meanwhile (deleted by hand, or by TTL) is a
+// retry, which claims afresh.
+func (s *Store) takeover(stored Record) claimant {
+	return claimant{
+		put: func(rec Record) types.TransactWriteItem { return s.takeoverClaim(rec, stored) },
+		met: func(rec Record, item map[string]types.AttributeValue) (Result, error) {
+			if len(item) == 0 {
+				return Result{}, &RetryableError{Key: rec.Key, Attempts: 1, Err: errors.New("the pending claim to take over is gone; the retry claims afresh")}
+			}
+			return s.met(rec, item)
+		},
+	}
+}
+
+// fenced is what a failed condition on a lease's commit means: whatever
+// holds the key now, it is not this lease.
+func (s *Store) fenced(rec Record, item map[string]types.AttributeValue) (Result, error) {
+	return Result{}, &FencedError{Key: rec.Key, Token: rec.Token, Stored: s.decodeRecord(item)}
 }
 
 // minLease is the shortest lease taken: with less time left before the

@@ -328,6 +328,15 @@ func TestOneTransactionModeMeetsALease(t *testing.T) {
 	}
 }
 
+// leaseRefused is why a handler wrapped under lease options o on store
+// is refused when it is built, or nil.
+func leaseRefused(store *idem.Store, o idem.LeaseOptions) error {
+	_, err := idem.Wrap(store, func(string) (string, error) { return "k", nil },
+		func(context.Context, string) (string, idem.Effect, error) { return "", idem.Effect{}, nil },
+		func(w *idem.WrapOptions[string]) { w.Lease = &o })
+	return err
+}
+
 func TestLeaseOptionsChecked(t *testing.T) {
 	e := newEnv(t)
 	for _, tc := range []struct {
@@ -341,7 +350,7 @@ func TestLeaseOptionsChecked(t *testing.T) {
 		{"lifetime beyond the retention", idem.LeaseOptions{KeyLifetime: 30 * 24 * time.Hour}, "RetentionDays (30) must exceed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := e.store.CheckLease(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err := leaseRefused(e.store, tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("want an error saying %q, got %v", tc.want, err)
 			}
 			e.calls.Reset()
@@ -352,7 +361,7 @@ func TestLeaseOptionsChecked(t *testing.T) {
 		})
 	}
 	noUpdate, _ := idem.New(&scripted{}, "processed")
-	if err := noUpdate.CheckLease(idem.LeaseOptions{}); err == nil || !strings.Contains(err.Error(), "no UpdateItem") {
+	if err := leaseRefused(noUpdate, idem.LeaseOptions{}); err == nil || !strings.Contains(err.Error(), "no UpdateItem") {
 		t.Errorf("a client without UpdateItem: want it named, got %v", err)
 	}
 }
@@ -363,7 +372,7 @@ func TestLeaseRejectionRecorded(t *testing.T) {
 	e := newEnv(t)
 	h := func(ctx context.Context, m idem.Message) (idem.Effect, error) {
 		w, err := idem.ConditionCheck(e.accounts, map[string]string{"account": "nobody"}, conditionExists("account"))
-		return idem.Effect{Writes: []types.TransactWriteItem{w}, Rejected: func(*idem.RejectedError) []byte { return []byte("no such account") }}, err
+		return idem.Effect{Writes: []types.TransactWriteItem{w}, Rejected: func(*idem.RejectedError) ([]byte, error) { return []byte("no such account"), nil }}, err
 	}
 	for i, want := range []idem.Outcome{idem.Rejected, idem.Duplicate} {
 		res, err := e.store.ProcessLeased(context.Background(), msg, h)

@@ -28,7 +28,7 @@ func (s *Store) newClaim(id Record, now, until time.Time, leaseID string) *dynam
 		"#o": a.Outcome, "#l": a.LeaseUntil, "#t": a.Token, "#r": a.Response, "#d": a.PayloadDigest, "#i": a.LeaseID}
 	values := map[string]types.AttributeValue{
 		":c":       &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
-		":e":       &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(s.opts.Retention()).Unix(), 10)},
+		":e":       &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(s.opts.retention()).Unix(), 10)},
 		":s":       &types.AttributeValueMemberS{Value: id.Source},
 		":f":       &types.AttributeValueMemberS{Value: id.Fingerprint},
 		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
@@ -104,4 +104,40 @@ func millis(t time.Time) types.AttributeValue {
 		ms = t.UnixMilli()
 	}
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(ms, 10)}
+}
+
+// takeoverClaim is the Put of rec over stored, a pending claim whose lease
+// ended, on the condition that it is still that claim, under that lease.
+func (s *Store) takeoverClaim(rec, stored Record) types.TransactWriteItem {
+	a := s.opts.Attributes
+	cond := "#o = :pending AND #l = :was"
+	names := map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil}
+	values := map[string]types.AttributeValue{
+		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+		":was":     millis(stored.LeaseUntil),
+	}
+	if stored.lease != "" {
+		cond += " AND #i = :lease"
+		names["#i"] = a.LeaseID
+		values[":lease"] = &types.AttributeValueMemberS{Value: stored.lease}
+	}
+	w := s.put(rec, cond, names, values)
+	if stored.Token != 0 { // kept, so that a later lease's token is larger
+		w.Put.Item[s.opts.Attributes.Token] = &types.AttributeValueMemberN{Value: strconv.FormatInt(stored.Token, 10)}
+	}
+	return w
+}
+
+// fencedClaim is the Put that turns the pending claim of rec's lease into
+// rec: only while the claim is still pending under that lease, its id and
+// its token.
+func (s *Store) fencedClaim(rec Record) types.TransactWriteItem {
+	a := s.opts.Attributes
+	return s.put(rec, "#o = :pending AND #i = :lease AND #t = :token",
+		map[string]string{"#o": a.Outcome, "#i": a.LeaseID, "#t": a.Token},
+		map[string]types.AttributeValue{
+			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
+			":lease":   &types.AttributeValueMemberS{Value: rec.lease},
+			":token":   &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Token, 10)},
+		})
 }

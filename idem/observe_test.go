@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/webhook"
 )
 
 // TestLogsAndMetricsPerOutcome checks one EMF record and one log record per
@@ -39,7 +42,7 @@ func TestLogsAndMetricsPerOutcome(t *testing.T) {
 	_, _ = store.Process(ctx, idem.Message{ID: "x", Source: "stripe \"live\""}, func(context.Context, idem.Message) (idem.Effect, error) {
 		return idem.Effect{}, errors.New("bad body")
 	}) // Failed
-	store.ReportFailure(ctx, idem.Message{Source: "stripe \"live\""}, errors.New("no key")) // Failed
+	_, _ = store.Process(ctx, idem.Message{Source: "stripe \"live\""}, e.creditHandler(nil)) // Failed: no id
 
 	want := []struct{ outcome, level string }{{"Processed", "DEBUG"}, {"Duplicate", "INFO"}, {"KeyReuse", "WARN"}, {"Failed", "WARN"}, {"Failed", "WARN"}}
 	var emf []map[string]any
@@ -115,7 +118,19 @@ func TestRefusalIsCountedApartFromFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.ReportRefusal(context.Background(), idem.Message{Source: "stripe"}, errors.New("bad signature"))
+	// A delivery turned away by an adapter for its sender's fault: a webhook
+	// without its signature.
+	r, err := webhook.New(store, func(context.Context, webhook.Request) (webhook.Response, idem.Effect, error) {
+		return webhook.Response{}, idem.Effect{}, nil
+	}, func(o *webhook.Options) {
+		o.Source, o.Verifier = "stripe", &webhook.HMACVerifier{Secrets: []string{"s"}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := r.HandleV2(context.Background(), events.APIGatewayV2HTTPRequest{Body: "{}"}); resp.StatusCode != 401 {
+		t.Fatalf("want 401, got %d", resp.StatusCode)
+	}
 	var rec map[string]any
 	if err := json.Unmarshal(metrics.Bytes(), &rec); err != nil || rec["Refused"] != 1.0 || rec["Failed"] != nil {
 		t.Errorf("want one Refused metric and no Failed, got %s (%v)", metrics.String(), err)
@@ -157,7 +172,7 @@ func TestObserversHearEachOutcomeOnce(t *testing.T) {
 			t.Fatalf("an Observer's panic changed the outcome: %v", err)
 		}
 	}
-	store.ReportFailure(ctx, idem.Message{Source: "observed"}, errors.New("no key"))
+	_, _ = store.Process(ctx, idem.Message{Source: "observed"}, e.creditHandler(nil)) // no id: Failed
 	want := []idem.Outcome{idem.Processed, idem.Duplicate, idem.Failed}
 	if len(rec.got) != len(want) {
 		t.Fatalf("want %d observations, got %d", len(want), len(rec.got))

@@ -3,13 +3,15 @@ package idem
 import (
 	"log/slog"
 	"time"
+
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // Options configure a Store. Every default is written once, on its field,
 // and applied in New.
 type Options struct {
-	// Attributes names the claim record's attributes.
-	// Defaults to DefaultAttributes for each empty name.
+	// Attributes names the claim record's attributes; each name left
+	// empty defaults as its field says.
 	Attributes AttributeNames
 
 	// SortKeyValue is the claim record's sort key value, for tables whose key
@@ -112,39 +114,23 @@ type AttributeNames struct {
 	LeaseID       string // a pending claim's lease id, random per delivery (S); defaults to "leaseId"
 }
 
-// DefaultAttributes are the attribute names used where Options leave one
-// empty.
-var DefaultAttributes = AttributeNames{
-	Key:           "pk",
-	ExpiresAt:     "expiresAt",
-	ClaimedAt:     "claimedAt",
-	Source:        "source",
-	Fingerprint:   "fingerprint",
-	PayloadDigest: "payloadDigest",
-	Outcome:       "outcome",
-	Response:      "response",
-	LeaseUntil:    "leaseUntil",
-	Token:         "fence",
-	LeaseID:       "leaseId",
-}
-
 func (o *Options) setDefaults() {
 	a := &o.Attributes
 	for _, f := range []struct {
 		v *string
 		d string
 	}{
-		{&a.Key, DefaultAttributes.Key},
-		{&a.ExpiresAt, DefaultAttributes.ExpiresAt},
-		{&a.ClaimedAt, DefaultAttributes.ClaimedAt},
-		{&a.Source, DefaultAttributes.Source},
-		{&a.Fingerprint, DefaultAttributes.Fingerprint},
-		{&a.PayloadDigest, DefaultAttributes.PayloadDigest},
-		{&a.Outcome, DefaultAttributes.Outcome},
-		{&a.Response, DefaultAttributes.Response},
-		{&a.LeaseUntil, DefaultAttributes.LeaseUntil},
-		{&a.Token, DefaultAttributes.Token},
-		{&a.LeaseID, DefaultAttributes.LeaseID},
+		{&a.Key, wire.ClaimKeyAttr},
+		{&a.ExpiresAt, wire.ExpiresAtAttr},
+		{&a.ClaimedAt, wire.ClaimedAtAttr},
+		{&a.Source, wire.SourceAttr},
+		{&a.Fingerprint, wire.FingerprintAttr},
+		{&a.PayloadDigest, wire.PayloadDigestAttr},
+		{&a.Outcome, wire.OutcomeAttr},
+		{&a.Response, wire.ResponseAttr},
+		{&a.LeaseUntil, wire.LeaseUntilAttr},
+		{&a.Token, wire.TokenAttr},
+		{&a.LeaseID, wire.LeaseIDAttr},
 	} {
 		if *f.v == "" {
 			*f.v = f.d
@@ -179,7 +165,7 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Retention is RetentionDays as a duration.
-func (o *Options) Retention() time.Duration {
+// retention is RetentionDays as a duration.
+func (o *Options) retention() time.Duration {
 	return time.Duration(o.RetentionDays) * 24 * time.Hour
 }

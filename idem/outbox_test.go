@@ -35,7 +35,7 @@ func TestOutboxCommitsWithTheEffect(t *testing.T) {
 					{Destination: ledgerQueue, Type: "credit.applied", Body: fmt.Sprintf(`{"id":%q,"cents":%d}`, m.ID, cents), Attributes: map[string]string{"account": "acc-1"}},
 					{Destination: "eventbridge:ledger-bus", Type: "credit.applied", Body: `{"cents":1}`},
 				},
-				Rejected: func(*idem.RejectedError) []byte { return []byte("rejected") },
+				Rejected: func(*idem.RejectedError) ([]byte, error) { return []byte("rejected"), nil },
 			}, nil
 		}
 	}
@@ -97,7 +97,7 @@ func TestOutboxCommitsWithTheEffect(t *testing.T) {
 // table only claims; the batch mode and the lease mode write them too.
 func TestOutboxOwnTable(t *testing.T) {
 	te := idemtest.NewEnv(t)
-	outbox := idemtest.CreateTable(t, te.Client, idemtest.Table{Name: "outbox", HashKey: idem.DefaultAttributes.Key, TTLAttribute: idem.DefaultAttributes.ExpiresAt})
+	outbox := idemtest.CreateTable(t, te.Client, idemtest.Table{Name: "outbox", HashKey: "pk", TTLAttribute: "expiresAt"})
 	store, err := idem.New(te.Client, te.Processed, func(o *idem.Options) { o.OutboxTable = outbox })
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,62 @@ import (
 	"time"
 )
 
+// Outcome is what became of a delivery.
+type Outcome string
+
+// Outcomes, also the names of the metrics.
+const (
+	// Processed: the claim and the effect committed.
+	Processed Outcome = "Processed"
+	// Duplicate: the id was claimed before; nothing applied.
+	Duplicate Outcome = "Duplicate"
+	// Rejected: a condition of the effect failed and the rejection was
+	// recorded as the message's outcome.
+	Rejected Outcome = "Rejected"
+	// KeyReuse: the id was claimed before for another payload.
+	KeyReuse Outcome = "KeyReuse"
+	// Failed: nothing committed; the delivery should be retried.
+	Failed Outcome = "Failed"
+	// Refused: the delivery was turned away before its claim, as a
+	// webhook without a valid signature is: the sender's fault, not a
+	// failure of the consumer, so it is counted apart from Failed.
+	Refused Outcome = "Refused"
+	// InFlight: another delivery of the message holds its lease
+	// (ProcessLeased); nothing was done, and the delivery is to be retried
+	// after the lease (*LeaseHeldError). Counted apart from Failed: it is
+	// a race the lease won, not a fault.
+	InFlight Outcome = "InFlight"
+	// Fenced: a delivery under a lease lost it before its commit, which
+	// then applied nothing (*FencedError): another delivery took the claim
+	// over after the lease ended.
+	Fenced Outcome = "Fenced"
+
+	// Pending is a claim record's outcome while a lease holds it; never a
+	// delivery's.
+	Pending Outcome = "Pending"
+)
+
+// Result is a successful delivery's outcome.
+type Result struct {
+	// Outcome is Processed, Duplicate or Rejected.
+	Outcome Outcome
+	// Record is the claim record: the one just written, or, for a
+	// Duplicate, the stored one whose Response is to be replayed.
+	Record Record
+	// Rejection is the failed condition, when Outcome is Rejected.
+	Rejection *RejectedError
+	// PayloadChanged reports a Duplicate whose payload's bytes differ from
+	// the first delivery's, as they may only when Message.Fingerprint is
+	// set.
+	PayloadChanged bool
+	// Cached reports a Duplicate answered from the Store's cache
+	// (Options.CacheSize), without a call.
+	Cached bool
+}
+
 // An Observer is told of each delivery's outcome, once: when Process,
-// ProcessBatch or ProcessLeased has settled it, or ReportFailure or ReportRefusal reports
-// it. It runs on the delivery's goroutine after the outcome is decided, so
+// ProcessBatch or ProcessLeased has settled it, or an adapter has turned
+// it away before its claim. It runs on the delivery's goroutine after the outcome is decided, so
 // it must be quick and safe for concurrent use; a panic in it is logged
 // and changes nothing. The emf package's Writer is one, for CloudWatch
 // metrics; the Store's Logger always writes its own record first.
@@ -57,6 +110,16 @@ func OutcomeOf(res Result, err error) Outcome {
 		return Fenced
 	}
 	return Failed
+}
+
+// report logs and counts a delivery an adapter turned away before its
+// claim: Failed (its key unreadable, say) or Refused (a bad signature).
+func (s *Store) report(ctx context.Context, outcome Outcome, msg Message, err error) {
+	key := ""
+	if msg.ID != "" {
+		key = s.claimKey(msg)
+	}
+	s.obs.record(ctx, outcome, msg, key, Result{}, err)
 }
 
 func (o *observer) observe(ctx context.Context, msg Message, key string, res Result, err error) {

@@ -160,9 +160,9 @@ func checkOutgoing(m OutgoingMessage) error {
 	case m.Body == "":
 		return errors.New("empty Body")
 	case !sqsText(m.Body):
-		return errors.New("Body is not valid UTF-8 or holds a character SQS refuses (a control character other than tab, LF and CR, or U+FFFE/U+FFFF)")
+		return errors.New("the Body is not valid UTF-8 or holds a character SQS refuses (a control character other than tab, LF and CR, or U+FFFE/U+FFFF)")
 	case !sqsText(m.Type) || !utf8.ValidString(m.GroupID):
-		return errors.New("Type or GroupID is not valid UTF-8, or Type holds a character SQS refuses")
+		return errors.New("the Type or GroupID is not valid UTF-8, or Type holds a character SQS refuses")
 	case len(m.Attributes) > 8:
 		return fmt.Errorf("%d Attributes; SQS takes 10 a message, two of them the relay's IdempotencyKey and Type", len(m.Attributes))
 	}
@@ -188,7 +188,7 @@ func checkDestination(m OutgoingMessage) error {
 	if bus, ok := strings.CutPrefix(m.Destination, "eventbridge:"); ok {
 		switch {
 		case bus == "":
-			return fmt.Errorf("Destination %q names no event bus", m.Destination)
+			return fmt.Errorf("the Destination %q names no event bus", m.Destination)
 		case m.Type == "":
 			return errors.New("an EventBridge event needs a Type, its detail-type")
 		}
@@ -202,7 +202,7 @@ func checkDestination(m OutgoingMessage) error {
 		return errors.New("no Destination")
 	}
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(strings.Split(strings.Trim(u.Path, "/"), "/")) != 2 || strings.Contains(strings.Trim(u.Path, "/"), "//") {
-		return fmt.Errorf("Destination %q is neither an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>) nor \"eventbridge:\" and a bus", m.Destination)
+		return fmt.Errorf("the Destination %q is neither an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>) nor \"eventbridge:\" and a bus", m.Destination)
 	}
 	return nil
 }

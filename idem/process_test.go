@@ -112,14 +112,18 @@ func TestFirstDeliveryAppliesAndRedeliveriesReplay(t *testing.T) {
 
 func TestConcurrentDeliveriesApplyOnce(t *testing.T) {
 	e := newEnv(t)
-	r := idemtest.ReplayConcurrently(context.Background(), 50, func(ctx context.Context) (idem.Result, error) {
-		return e.store.Process(ctx, msg, e.creditHandler(nil))
-	})
-	if len(r.Errors) > 0 {
-		t.Fatalf("%d deliveries failed, first: %v", len(r.Errors), r.Errors[0])
+	process := func(ctx context.Context, m idem.Message) (idem.Result, error) {
+		return e.store.Process(ctx, m, e.creditHandler(nil))
 	}
-	if r.Processed != 1 || r.Duplicates != 49 {
-		t.Errorf("want 1 Processed and 49 Duplicate, got %d and %d", r.Processed, r.Duplicates)
+	outcomes := map[idem.Outcome]int{}
+	for _, d := range idemtest.ReplayConcurrently(context.Background(), 50, process, msg) {
+		if d.Err != nil {
+			t.Fatalf("a delivery failed: %v", d.Err)
+		}
+		outcomes[d.Response.Outcome]++
+	}
+	if outcomes[idem.Processed] != 1 || outcomes[idem.Duplicate] != 49 {
+		t.Errorf("want 1 Processed and 49 Duplicate, got %v", outcomes)
 	}
 	if got := e.balance(t, "acc-9"); got != 500 {
 		t.Errorf("balance: want 500, got %d", got)
@@ -262,7 +266,7 @@ func TestRejectedEffect(t *testing.T) {
 		handler := func(context.Context, idem.Message) (idem.Effect, error) {
 			return idem.Effect{
 				Writes:   []types.TransactWriteItem{e.debit("acc-9", 100)},
-				Rejected: func(r *idem.RejectedError) []byte { return []byte("insufficient funds") },
+				Rejected: func(r *idem.RejectedError) ([]byte, error) { return []byte("insufficient funds"), nil },
 			}, nil
 		}
 		res, err := e.store.Process(ctx, msg, handler)
@@ -352,11 +356,18 @@ func TestSingleTableDesign(t *testing.T) {
 		o.Scope = "payments"
 	})
 	ctx := context.Background()
-	r := idemtest.Replay(ctx, 3, func(ctx context.Context) (idem.Result, error) {
-		return e.store.Process(ctx, msg, e.creditHandler(nil))
-	})
-	if len(r.Errors) > 0 || r.Processed != 1 || r.Duplicates != 2 {
-		t.Fatalf("want 1 Processed and 2 Duplicate, got %+v", r)
+	process := func(ctx context.Context, m idem.Message) (idem.Result, error) {
+		return e.store.Process(ctx, m, e.creditHandler(nil))
+	}
+	var got []idem.Outcome
+	for _, d := range idemtest.Replay(ctx, 3, process, msg) {
+		if d.Err != nil {
+			t.Fatal(d.Err)
+		}
+		got = append(got, d.Response.Outcome)
+	}
+	if fmt.Sprint(got) != "[Processed Duplicate Duplicate]" {
+		t.Fatalf("want 1 Processed and 2 Duplicate, got %v", got)
 	}
 	out, err := e.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.processed), Key: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "IDEM#payments#evt_001"}, "sk": &types.AttributeValueMemberS{Value: "IDEM"},

@@ -8,6 +8,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -137,17 +138,37 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 }
 
+// TestDefaultsAreApplied: a Store with no options writes its claims
+// under the documented attribute names, keeps them 30 days, sends a
+// conflicted transaction 5 times, and gives a sort key "IDEM".
 func TestDefaultsAreApplied(t *testing.T) {
-	store, err := idem.New(&scripted{}, "t")
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	conflicts := make([]error, 6)
+	for i := range conflicts {
+		conflicts[i] = cancelled("TransactionConflict", "None")
+	}
+	fake := &scripted{errs: conflicts}
+	store, err := idem.New(fake, "t", func(o *idem.Options) { o.Now = func() time.Time { return now }; o.BackoffMax = time.Microsecond })
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := store.Options()
-	if o.RetentionDays != 30 || o.Retention() != 30*24*time.Hour || o.Attributes != idem.DefaultAttributes || o.MaxAttempts != 5 {
-		t.Errorf("unexpected defaults: %+v", o)
+	_, _ = store.Process(context.Background(), idem.Message{ID: "m", Source: "s"}, noop)
+	if fake.calls != 5 {
+		t.Errorf("MaxAttempts: want 5 sends, got %d", fake.calls)
 	}
-	single, _ := idem.New(&scripted{}, "t", func(o *idem.Options) { o.Attributes.SortKey = "sk" })
-	if got := single.Options().SortKeyValue; got != "IDEM" {
+	item := fake.inputs[0].TransactItems[0].Put.Item
+	for _, name := range []string{"pk", "expiresAt", "claimedAt", "source", "fingerprint", "outcome"} {
+		if _, ok := item[name]; !ok {
+			t.Errorf("the claim has no %q attribute: %v", name, item)
+		}
+	}
+	if got := item["expiresAt"].(*types.AttributeValueMemberN).Value; got != fmt.Sprint(now.Add(30*24*time.Hour).Unix()) {
+		t.Errorf("expiresAt: want 30 days on, got %s", got)
+	}
+	fake = &scripted{}
+	single, _ := idem.New(fake, "t", func(o *idem.Options) { o.Attributes.SortKey = "sk" })
+	_, _ = single.Process(context.Background(), idem.Message{ID: "m", Source: "s"}, noop)
+	if got := fake.inputs[0].TransactItems[0].Put.Item["sk"].(*types.AttributeValueMemberS).Value; got != "IDEM" {
 		t.Errorf("SortKeyValue default: want IDEM, got %q", got)
 	}
 }

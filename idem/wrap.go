@@ -26,7 +26,7 @@ type WrapOptions[E any] struct {
 	// whose key was claimed with another fingerprint is a *KeyReuseError,
 	// one with the same fingerprint a Duplicate, whatever its other bytes.
 	// Defaults to, for an events.CloudWatchEvent (events.EventBridgeEvent),
-	// its source, detail-type and detail (EventFingerprint): not its
+	// a digest of its source, detail-type and detail: not its
 	// envelope, whose id and time EventBridge gives each PutEvents afresh,
 	// so that a relay's or a producer's resend of one message is a
 	// Duplicate; for any other event, the SHA-256 of its JSON.
@@ -83,23 +83,24 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 	case h == nil:
 		return nil, errors.New("idem: Wrap: nil handler")
 	}
-	if err := store.CheckSource(o.Source); err != nil {
+	if err := store.checkSource(o.Source); err != nil {
 		return nil, fmt.Errorf("idem: Wrap: WrapOptions.%w", err)
 	}
 	process := store.Process
-	if lease := o.Lease; lease != nil {
-		if err := store.CheckLease(*lease); err != nil {
+	if o.Lease != nil {
+		lease := *o.Lease
+		if err := store.checkLease(lease); err != nil {
 			return nil, fmt.Errorf("idem: Wrap: WrapOptions.Lease: %w", err)
 		}
 		process = func(ctx context.Context, msg Message, h Handler) (Result, error) {
-			return store.ProcessLeased(ctx, msg, h, func(o *LeaseOptions) { *o = *lease })
+			return store.ProcessLeased(ctx, msg, h, func(o *LeaseOptions) { *o = lease })
 		}
 	}
 	return func(ctx context.Context, event E) (R, error) {
 		var zero R
 		msg, err := wrapped(o.Source, key, o.Fingerprint, event)
 		if err != nil {
-			store.ReportFailure(ctx, msg, err)
+			store.report(ctx, Failed, msg, err)
 			return zero, err
 		}
 		var answer R // this delivery's own, or the replayed one
@@ -118,13 +119,16 @@ func Wrap[E, R any](store *Store, key func(E) (string, error), h func(context.Co
 			if rejected := eff.Rejected; rejected != nil {
 				// Checked before the rejection is recorded: a claim whose
 				// answer no duplicate could decode would fail them all.
-				eff.Rejected = func(rej *RejectedError) []byte {
-					b := rejected(rej)
+				eff.Rejected = func(rej *RejectedError) ([]byte, error) {
+					b, err := rejected(rej)
+					if err != nil {
+						return nil, err
+					}
 					var probe R
 					if err := decodeAnswer(b, &probe); err != nil {
-						panic(fmt.Sprintf("Effect.Rejected's response is not the JSON of the handler's response type: %v", err))
+						return nil, fmt.Errorf("its response is not the JSON of the handler's response type: %w", err)
 					}
-					return b
+					return b, nil
 				}
 			}
 			answer = r
@@ -153,7 +157,7 @@ func wrapped[E any](source string, key func(E) (string, error), fingerprint func
 	}
 	msg.Payload = payload
 	var id string
-	if err := Recover("", "Wrap's key function", func() (err error) { id, err = key(event); return err }); err != nil {
+	if err := recoverPanic("", "Wrap's key function", func() (err error) { id, err = key(event); return err }); err != nil {
 		return msg, fmt.Errorf("idem: the event's key: %w", err)
 	}
 	if id == "" {
@@ -161,7 +165,7 @@ func wrapped[E any](source string, key func(E) (string, error), fingerprint func
 	}
 	msg.ID = id
 	if fingerprint != nil {
-		if err := Recover(id, "WrapOptions.Fingerprint", func() (err error) { msg.Fingerprint, err = fingerprint(event); return err }); err != nil {
+		if err := recoverPanic(id, "WrapOptions.Fingerprint", func() (err error) { msg.Fingerprint, err = fingerprint(event); return err }); err != nil {
 			return msg, fmt.Errorf("idem: the event's fingerprint: %w", err)
 		}
 	}
@@ -173,11 +177,11 @@ func wrapped[E any](source string, key func(E) (string, error), fingerprint func
 func defaultFingerprint[E any]() func(E) (string, error) {
 	switch any(*new(E)).(type) {
 	case events.CloudWatchEvent:
-		return func(e E) (string, error) { return EventFingerprint(any(e).(events.CloudWatchEvent)), nil }
+		return func(e E) (string, error) { return eventFingerprint(any(e).(events.CloudWatchEvent)), nil }
 	case *events.CloudWatchEvent:
 		return func(e E) (string, error) {
 			if p := any(e).(*events.CloudWatchEvent); p != nil {
-				return EventFingerprint(*p), nil
+				return eventFingerprint(*p), nil
 			}
 			return "", nil
 		}
@@ -185,11 +189,11 @@ func defaultFingerprint[E any]() func(E) (string, error) {
 	return nil
 }
 
-// EventFingerprint is what identifies an EventBridge (or CloudWatch)
+// eventFingerprint is what identifies an EventBridge (or CloudWatch)
 // event's message: its source, detail-type and detail, compacted, without
 // the envelope (id, time, account, region), which each PutEvents of the
 // same message gives afresh. Wrap's default for such events.
-func EventFingerprint(e events.CloudWatchEvent) string {
+func eventFingerprint(e events.CloudWatchEvent) string {
 	var detail bytes.Buffer
 	if json.Compact(&detail, e.Detail) != nil {
 		detail.Reset()

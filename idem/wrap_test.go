@@ -21,8 +21,9 @@ import (
 // credits once; every delivery gets the first answer back.
 func ExampleWrap_eventBridge() {
 	ctx := context.Background()
-	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
-	if !ok {
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	client, processed, accounts := env.Client, env.Processed, env.Accounts
@@ -62,8 +63,9 @@ func ExampleWrap_eventBridge() {
 // carries its own request id: a caller's retry gets the first receipt.
 func ExampleWrap_directInvoke() {
 	ctx := context.Background()
-	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
-	if !ok {
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	client, processed, accounts := env.Client, env.Processed, env.Accounts
@@ -135,7 +137,7 @@ func TestWrap(t *testing.T) {
 		t.Errorf("a panicking key function: want a *PanicError, got %v", err)
 	}
 	rejecting, _ := idem.Wrap(e.store, key, func(ctx context.Context, v ev) (string, idem.Effect, error) {
-		return "applied", idem.Effect{Writes: []types.TransactWriteItem{e.debit("acc-none", 5)}, Rejected: func(*idem.RejectedError) []byte { return []byte(`"refused"`) }}, nil
+		return "applied", idem.Effect{Writes: []types.TransactWriteItem{e.debit("acc-none", 5)}, Rejected: func(*idem.RejectedError) ([]byte, error) { return []byte(`"refused"`), nil }}, nil
 	})
 	for range 2 {
 		if got, err := rejecting(ctx, ev{"c", "acc-none"}); got != "refused" || err != nil {
@@ -203,7 +205,7 @@ func TestWrapAnswersAreTheStoredOnes(t *testing.T) {
 			h, err := idem.Wrap(e.store, func(v ev) (string, error) { return v.ID, nil },
 				func(ctx context.Context, v ev) (answer, idem.Effect, error) {
 					return answer{A: "uncommitted"}, idem.Effect{Writes: []types.TransactWriteItem{e.debit("acc-none", 5)},
-						Rejected: func(*idem.RejectedError) []byte { return tc.rejected }}, nil
+						Rejected: func(*idem.RejectedError) ([]byte, error) { return tc.rejected, nil }}, nil
 				})
 			if err != nil {
 				t.Fatal(err)
@@ -211,10 +213,10 @@ func TestWrapAnswersAreTheStoredOnes(t *testing.T) {
 			claims := e.claimCount(t)
 			for range 2 {
 				got, err := h(ctx, ev{"r-" + tc.name})
-				var pe *idem.PanicError
+				var he *idem.HandlerError
 				if tc.wantErr {
-					if !errors.As(err, &pe) {
-						t.Errorf("want a *PanicError naming Effect.Rejected, got %+v %v", got, err)
+					if !errors.As(err, &he) || !strings.Contains(err.Error(), "Effect.Rejected") {
+						t.Errorf("want a *HandlerError naming Effect.Rejected, got %+v %v", got, err)
 					}
 					continue
 				}

@@ -88,20 +88,6 @@ func ConditionCheck(table string, key any, cond expression.ConditionBuilder) (ty
 	}}, nil
 }
 
-// Decode reads the rejected item, as it was when the condition failed,
-// into v with attributevalue.UnmarshalMap. The item is there only when the
-// write asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD); without
-// it Decode leaves v as it is and returns nil.
-func (e *RejectedError) Decode(v any) error {
-	if len(e.Item) == 0 {
-		return nil
-	}
-	if err := attributevalue.UnmarshalMap(e.Item, v); err != nil {
-		return fmt.Errorf("idem: %q: decode the rejected item of %s: %w", e.Key, e.Table, err)
-	}
-	return nil
-}
-
 func marshal(op, table, what string, v any) (map[string]types.AttributeValue, error) {
 	av, err := attributevalue.MarshalMap(v)
 	if err != nil {

@@ -104,11 +104,11 @@ func TestRejectedItemDecodes(t *testing.T) {
 		w, err := idem.Update(e.accounts, accountKey{"acc-2"}, expression.Add(expression.Name("balance"), expression.Value(-50)),
 			expression.Name("balance").GreaterThanEqual(expression.Value(50)))
 		w.Update.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-		return idem.Effect{Writes: []types.TransactWriteItem{w}, Rejected: func(rej *idem.RejectedError) []byte {
+		return idem.Effect{Writes: []types.TransactWriteItem{w}, Rejected: func(rej *idem.RejectedError) ([]byte, error) {
 			if err := rej.Decode(&seen); err != nil {
 				t.Error(err)
 			}
-			return []byte("insufficient funds")
+			return []byte("insufficient funds"), nil
 		}}, err
 	})
 	if err != nil || res.Outcome != idem.Rejected {

@@ -1,34 +1,48 @@
-// Package idemtest helps tests of code built on idem run against a real
-// DynamoDB-compatible endpoint, never a mock of the claim logic.
+// Package idemtest tests code built on idem the way it runs: against a
+// real DynamoDB-compatible endpoint, never a mock of the claim logic, with
+// the events Lambda hands a function built as the event source builds
+// them, and every delivery repeated as senders repeat them.
 //
 // The endpoint is AWS_ENDPOINT_URL_DYNAMODB when set (DynamoDB Local, a
 // test account), else AWS_ENDPOINT_URL when set, else a local server the
 // test binary starts once and Main stops: the kit's patched moto launcher,
 // which needs Python 3 with moto[server] installed (pip install
-// 'moto[server]'); without it a test fails with one line that says so, and
-// an Example prints that line (ExampleEnv).
+// 'moto[server]'); without it a test fails with one line that says so.
 //
 //	func TestMain(m *testing.M) { idemtest.Main(m) }
 //
 //	func TestCreditOnce(t *testing.T) {
 //		env := idemtest.NewEnv(t) // a processed-ids and an accounts table of this test's own
-//		store, err := idem.New(env.Client, env.Processed)
+//		handle, err := sqsconsumer.New(env.Store(t), credit(env.Accounts))
 //		if err != nil {
 //			t.Fatal(err)
 //		}
-//		report := idemtest.ReplayConcurrently(context.Background(), 5, func(ctx context.Context) (idem.Result, error) {
-//			return store.Process(ctx, idem.Message{ID: "evt-1", Source: "test"}, credit(env.Accounts))
-//		})
-//		if report.Processed != 1 || env.Balance(t, "acc-1") != 500 {
-//			t.Fatalf("want one effect, got %+v", report)
+//		msg := idemtest.SQSMessage("credits", `{"account":"acc-1","cents":500}`, map[string]string{"IdempotencyKey": "evt-1"})
+//		for _, d := range idemtest.Replay(context.Background(), 3, handle, idemtest.SQSEvent(msg)) {
+//			if d.Err != nil || len(d.Response.BatchItemFailures) > 0 {
+//				t.Fatalf("delivery failed: %v %v", d.Response, d.Err)
+//			}
+//		}
+//		if env.Balance(t, "acc-1") != 500 || env.Outcomes.Count(idem.Processed) != 1 {
+//			t.Fatalf("want one credit, got %d and %v", env.Balance(t, "acc-1"), env.Outcomes.All())
 //		}
 //	}
 //
-// Beside the endpoint and tables (Client, CreateTable, ProcessedTable,
-// NewEnv), it has a CallCounter of DynamoDB calls by operation, Faults
-// that inject throttling, 5xx answers, resets and lost or truncated
-// answers beneath the SDK's retries, Replay and ReplayConcurrently that
-// deliver one message many times, EMF to read the outcomes a Store
-// counted, and the signatures webhook senders compute (HMACSignature,
-// StripeSignature) for tests of signed deliveries.
+// The events: SQSMessage (FIFO for a FIFO queue's), SQSEvent,
+// HTTPRequest and RESTRequest (API Gateway's two payload formats),
+// EventBridgeEvent, StreamRecord and DynamoDBEvent, and Received for a
+// message a test received from a local queue. Replay and
+// ReplayConcurrently hand one event to any of the kit's handlers n times
+// and return what each delivery returned; Outcomes (Env.Outcomes, for the
+// Stores Env.Store builds) counts what the Store made of them.
+//
+// Beside them: the endpoint and tables (Endpoint, Client, CreateTable,
+// ProcessedTable; Start for a runnable Example, which has no testing.TB),
+// what the tables hold (Balance, Claims, Outbox, Number, ItemCount), a
+// CallCounter of DynamoDB calls by operation, Faults that inject
+// throttling, 5xx answers, resets and lost or truncated answers beneath
+// the SDK's retries, EMF to read the metrics a Store wrote, the
+// signatures webhook senders compute (HMACSignature, StripeSignature), a
+// table's stream as Lambda reads it (StreamRecords), and
+// CheckJSONRoundTrip for event files.
 package idemtest

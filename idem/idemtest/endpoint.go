@@ -21,23 +21,21 @@ var shared struct {
 }
 
 // Endpoint returns the DynamoDB endpoint tests talk to:
-// $AWS_ENDPOINT_URL_DYNAMODB, else $AWS_ENDPOINT_URL, else a localdynamo
-// server shared by the whole test binary, started on first use. The shared
-// server exits with the test binary (it watches its stdin); call Stop from
-// TestMain to stop it earlier.
+// $AWS_ENDPOINT_URL_DYNAMODB, else $AWS_ENDPOINT_URL, else a local server
+// shared by the whole test binary, started on first use. The shared server
+// exits with the test binary (it watches its stdin); Main stops it
+// earlier.
 func Endpoint(tb testing.TB) string {
 	tb.Helper()
-	ep, err := SharedEndpoint()
+	ep, err := sharedEndpoint()
 	if err != nil {
 		tb.Fatalf("idemtest: no DynamoDB endpoint: %v", err)
 	}
 	return ep
 }
 
-// SharedEndpoint is Endpoint for code without a testing.TB, such as an
-// Example.
-func SharedEndpoint() (string, error) {
-	if ep := ExternalEndpoint(); ep != "" {
+func sharedEndpoint() (string, error) {
+	if ep := localdynamo.ExternalEndpoint(); ep != "" {
 		return ep, nil
 	}
 	shared.once.Do(func() {
@@ -49,33 +47,17 @@ func SharedEndpoint() (string, error) {
 	return shared.endpoint, shared.err
 }
 
-// ExternalEndpoint is the endpoint the environment names, or "" when the
-// tests should start their own server.
-func ExternalEndpoint() string {
-	if ep := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); ep != "" {
-		return ep
-	}
-	return os.Getenv("AWS_ENDPOINT_URL")
-}
-
-// Stop stops the shared server, if one was started. Call it from TestMain
-// after m.Run.
-func Stop() {
+// stop stops the shared server, if one was started.
+func stop() {
 	if shared.server != nil {
 		_ = shared.server.Stop()
 	}
 }
 
-// Client returns a DynamoDB client for Endpoint.
-func Client(tb testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	tb.Helper()
-	return NewClient(Endpoint(tb), optFns...)
-}
-
-// NewClient returns a DynamoDB client for endpoint. It uses the
-// environment's credentials and Region when set and dummy ones otherwise, as
-// a local server accepts any.
-func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+// Client returns a DynamoDB client for endpoint (Endpoint's, in a test).
+// It uses the environment's credentials and Region when set and dummy
+// ones otherwise, as a local server accepts any.
+func Client(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	region := os.Getenv("AWS_REGION")
 	if region == "" {
 		region = os.Getenv("AWS_DEFAULT_REGION")

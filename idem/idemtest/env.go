@@ -11,64 +11,76 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/emf"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
-// Main is a package's whole TestMain: it runs the tests, then stops the
-// local server they shared, if they started one.
+// Main is a package's whole TestMain: it runs the tests (m is the
+// *testing.M, or a wrapper that cleans up more after them), then stops the
+// local server they shared, if they started one, and exits.
 //
 //	func TestMain(m *testing.M) { idemtest.Main(m) }
-func Main(m *testing.M) {
+func Main(m interface{ Run() int }) {
 	code := m.Run()
-	Stop()
+	stop()
 	os.Exit(code)
 }
 
-// Env is one test's tables on the shared endpoint: a processed-ids table
-// and an accounts table (partition key "account"), and a client that
-// counts its calls.
+// Env is a processed-ids table and an accounts table (partition key
+// "account") of their own on the shared endpoint, and a client that counts
+// its calls.
 type Env struct {
 	Client    *dynamodb.Client
 	Calls     *CallCounter
 	Processed string
 	Accounts  string
+	// Outcomes counts the deliveries of the Stores Store builds.
+	Outcomes *Outcomes
 }
 
-// NewEnv creates a test's Env; optFns shape the processed-ids table as a
-// Store with the same options expects (a sort key, other attribute names).
+// NewEnv creates a test's Env, its tables deleted when the test ends;
+// optFns shape the processed-ids table as a Store with the same options
+// expects (a sort key, other attribute names).
 func NewEnv(tb testing.TB, optFns ...func(*idem.Options)) *Env {
 	tb.Helper()
 	calls := &CallCounter{}
-	c := Client(tb, calls.Option)
-	e := &Env{Client: c, Calls: calls}
+	c := Client(Endpoint(tb), calls.Option)
+	e := &Env{Client: c, Calls: calls, Outcomes: &Outcomes{}}
 	e.Processed = ProcessedTable(tb, c, optFns...)
 	e.Accounts = CreateTable(tb, c, Table{Name: "accounts", HashKey: "account"})
 	calls.Reset()
 	return e
 }
 
-// ExampleEnv is NewEnv for an Example, which has no testing.TB: without a
-// local DynamoDB it prints one line saying what is missing and returns
-// false, and the example fails on that line instead of panicking.
-//
-//	env, ok := idemtest.ExampleEnv(ctx)
-//	if !ok {
-//		return
-//	}
-func ExampleEnv(ctx context.Context) (*Env, bool) {
-	endpoint, err := SharedEndpoint()
-	e := &Env{Calls: &CallCounter{}}
-	if err == nil {
-		e.Client = NewClient(endpoint, e.Calls.Option)
-		e.Processed, err = MakeTable(ctx, e.Client, Table{Name: "processed", HashKey: idem.DefaultAttributes.Key, TTLAttribute: idem.DefaultAttributes.ExpiresAt})
-	}
-	if err == nil {
-		e.Accounts, err = MakeTable(ctx, e.Client, Table{Name: "accounts", HashKey: "account"})
-	}
+// Start is NewEnv for code without a testing.TB, such as a runnable
+// Example: its tables stay until the server stops. Without a local
+// DynamoDB it says what is missing.
+func Start(ctx context.Context, optFns ...func(*idem.Options)) (*Env, error) {
+	endpoint, err := sharedEndpoint()
 	if err != nil {
-		fmt.Println("this example needs a local DynamoDB:", err)
-		return nil, false
+		return nil, fmt.Errorf("idemtest: no DynamoDB endpoint: %w", err)
 	}
-	return e, true
+	e := &Env{Calls: &CallCounter{}, Outcomes: &Outcomes{}}
+	e.Client = Client(endpoint, e.Calls.Option)
+	t := processedTable(optFns)
+	if e.Processed, err = localdynamo.CreateTable(ctx, e.Client, localdynamo.Table(t)); err != nil {
+		return nil, fmt.Errorf("idemtest: %w", err)
+	}
+	if e.Accounts, err = localdynamo.CreateTable(ctx, e.Client, localdynamo.Table{Name: "accounts", HashKey: "account"}); err != nil {
+		return nil, fmt.Errorf("idemtest: %w", err)
+	}
+	e.Calls.Reset()
+	return e, nil
+}
+
+// Store is a Store on the Env's processed-ids table whose outcomes
+// Outcomes counts; optFns are its options, and the table's (NewEnv's).
+func (e *Env) Store(tb testing.TB, optFns ...func(*idem.Options)) *idem.Store {
+	tb.Helper()
+	s, err := idem.New(e.Client, e.Processed, append(optFns, e.Outcomes.Option)...)
+	if err != nil {
+		tb.Fatalf("idemtest: %v", err)
+	}
+	return s
 }
 
 // Balance is the "balance" of account in the Env's accounts table, 0 when

@@ -7,64 +7,81 @@ import (
 	"github.com/idemkit/kit/idem"
 )
 
-// Delivery delivers a message once, as a test's adapter would.
-type Delivery func(ctx context.Context) (idem.Result, error)
-
-// ReplayReport counts what the deliveries of one message came to.
-type ReplayReport struct {
-	Processed  int
-	Duplicates int
-	Rejected   int
-	// Errors are the deliveries that failed, in no particular order.
-	Errors []error
-	// Results are the successful deliveries' results, in no particular order.
-	Results []idem.Result
+// Delivery is what one delivery of an event returned.
+type Delivery[R any] struct {
+	Response R
+	Err      error
 }
 
-func (r *ReplayReport) add(res idem.Result, err error) {
-	if err != nil {
-		r.Errors = append(r.Errors, err)
-		return
+// Replay hands event to handle n times, one after another, as a sender
+// that redelivers does, and returns what each delivery returned, in
+// order. handle is any of the kit's handlers: an SQS batch handler
+// (sqsconsumer.New), a webhook's (Receiver.HandleV2, Mux.HandleV1), a
+// wrapped one (idem.Wrap), a stream's, or a closure over Store.Process.
+func Replay[E, R any](ctx context.Context, n int, handle func(context.Context, E) (R, error), event E) []Delivery[R] {
+	out := make([]Delivery[R], n)
+	for i := range out {
+		out[i].Response, out[i].Err = handle(ctx, event)
 	}
-	r.Results = append(r.Results, res)
-	switch res.Outcome {
-	case idem.Processed:
-		r.Processed++
-	case idem.Duplicate:
-		r.Duplicates++
-	case idem.Rejected:
-		r.Rejected++
-	}
+	return out
 }
 
-// Replay delivers the message n times, one after another.
-func Replay(ctx context.Context, n int, deliver Delivery) ReplayReport {
-	var r ReplayReport
-	for range n {
-		r.add(deliver(ctx))
-	}
-	return r
-}
-
-// ReplayConcurrently delivers the message n times at once: n goroutines
-// released together.
-func ReplayConcurrently(ctx context.Context, n int, deliver Delivery) ReplayReport {
-	var (
-		r     ReplayReport
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-		start = make(chan struct{})
-	)
-	for range n {
+// ReplayConcurrently is Replay with the n deliveries at once: n goroutines
+// released together, as concurrent redeliveries (or environments) meet.
+func ReplayConcurrently[E, R any](ctx context.Context, n int, handle func(context.Context, E) (R, error), event E) []Delivery[R] {
+	out := make([]Delivery[R], n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range out {
 		wg.Go(func() {
 			<-start
-			res, err := deliver(ctx)
-			mu.Lock()
-			r.add(res, err)
-			mu.Unlock()
+			out[i].Response, out[i].Err = handle(ctx, event)
 		})
 	}
 	close(start)
 	wg.Wait()
-	return r
+	return out
+}
+
+// Outcomes counts what a Store made of each delivery, by outcome: an
+// idem.Observer to add with Option.
+//
+//	var seen idemtest.Outcomes
+//	store, err := idem.New(env.Client, env.Processed, seen.Option)
+//	…
+//	if seen.Count(idem.Processed) != 1 { … }
+type Outcomes struct {
+	mu sync.Mutex
+	n  map[idem.Outcome]int
+}
+
+// Option adds o to a Store's Observers.
+func (o *Outcomes) Option(opts *idem.Options) { opts.Observers = append(opts.Observers, o) }
+
+// Observe counts one delivery.
+func (o *Outcomes) Observe(_ context.Context, ob idem.Observation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = map[idem.Outcome]int{}
+	}
+	o.n[ob.Outcome]++
+}
+
+// Count is how many deliveries came to outcome.
+func (o *Outcomes) Count(outcome idem.Outcome) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[outcome]
+}
+
+// All is every outcome counted, by name.
+func (o *Outcomes) All() map[idem.Outcome]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	all := make(map[idem.Outcome]int, len(o.n))
+	for k, v := range o.n {
+		all[k] = v
+	}
+	return all
 }

@@ -118,7 +118,7 @@ func TestChain(t *testing.T) {
 				if fifo && (m.Attributes["MessageDeduplicationId"] != key || m.Attributes["MessageGroupId"] == "") {
 					t.Errorf("FIFO message %s: deduplication id %q, group %q", key, m.Attributes["MessageDeduplicationId"], m.Attributes["MessageGroupId"])
 				}
-				ev.Records = append(ev.Records, idemtest.SQSRecord(m, "arn:aws:sqs:us-east-1:123456789012:"+map[bool]string{false: "ledger", true: "ledger.fifo"}[fifo]))
+				ev.Records = append(ev.Records, idemtest.Received(m, "arn:aws:sqs:us-east-1:123456789012:"+map[bool]string{false: "ledger", true: "ledger.fifo"}[fifo]))
 				if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
 					t.Fatal(err)
 				}

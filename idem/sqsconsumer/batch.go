@@ -42,7 +42,7 @@ func (c *consumer) runWaves(ctx, work context.Context, recs []events.SQSMessage,
 			case failed[l] >= 0:
 				fail(l, i, c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", ErrGroupStopped, rec.Attributes["MessageGroupId"], recs[failed[l]].MessageId)))
 			case !c.mayStart(ctx):
-				fail(l, i, c.skip(ctx, rec, ErrDeadline))
+				fail(l, i, c.skip(ctx, rec, idem.ErrDeadline))
 			default:
 				msg, err := c.keyed(ctx, rec)
 				if err != nil {
@@ -58,7 +58,7 @@ func (c *consumer) runWaves(ctx, work context.Context, recs []events.SQSMessage,
 		if len(msgs) == 0 {
 			continue
 		}
-		out := c.store.ProcessBatch(work, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
+		out := c.door.Store.ProcessBatch(work, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
 			return c.h(ctx, recs[idx[j]])
 		})
 		for j, r := range out {

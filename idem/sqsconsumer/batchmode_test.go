@@ -153,7 +153,7 @@ func TestBatchTransactionsRecordedRejection(t *testing.T) {
 		}
 		eff := idem.Effect{Writes: []types.TransactWriteItem{debit}}
 		if rec.Body == "recorded" {
-			eff.Rejected = func(*idem.RejectedError) []byte { return []byte("insufficient funds") }
+			eff.Rejected = func(*idem.RejectedError) ([]byte, error) { return []byte("insufficient funds"), nil }
 		}
 		return eff, nil
 	}, batchMode)

@@ -200,7 +200,7 @@ func TestRecordedRejectionIsSuccess(t *testing.T) {
 	h := newHandler(t, e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		eff := idem.Effect{Writes: []types.TransactWriteItem{debit}}
 		if rec.Body == "recorded" {
-			eff.Rejected = func(*idem.RejectedError) []byte { return []byte("insufficient funds") }
+			eff.Rejected = func(*idem.RejectedError) ([]byte, error) { return []byte("insufficient funds"), nil }
 		}
 		return eff, nil
 	})

@@ -72,8 +72,7 @@
 // if it did commit, the redelivery is a Duplicate), a conflict that
 // outlived its retries, or a record not started because the Lambda deadline
 // was within Options.DeadlineMargin. Each record is logged and counted once,
-// by the Store: in Process, or through Store.ReportFailure for the failures
-// Process never saw.
+// by the Store, including the failures Process never saw.
 //
 // # Upgrading: FIFO keys now hold the message group
 //

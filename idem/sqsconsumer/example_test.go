@@ -71,8 +71,9 @@ func ExampleDefaultKey() {
 // does not decode fails its record alone, with the decoder's reason.
 func ExampleJSONHandler() {
 	ctx := context.Background()
-	env, ok := idemtest.ExampleEnv(ctx) // a local DynamoDB, as in tests
-	if !ok {
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	client, processed, accounts := env.Client, env.Processed, env.Accounts

@@ -31,13 +31,13 @@ func TestNewRefusesBadWiring(t *testing.T) {
 		source string
 		error  string // "" when New accepts
 	}{
-		{"nil store", nil, h, "", "nil Store or Handler"},
-		{"nil handler", store, nil, "", "nil Store or Handler"},
-		{"JSONHandler(nil)", store, sqsconsumer.JSONHandler[struct{}](nil), "", "nil Store or Handler"},
+		{"nil store", nil, h, "", "nil Store"},
+		{"nil handler", store, nil, "", "nil Handler"},
+		{"JSONHandler(nil)", store, sqsconsumer.JSONHandler[struct{}](nil), "", "nil Handler"},
 		{"Source over 1,024 bytes", store, h, strings.Repeat("s", 1025), "Options.Source: Source is 1025 bytes"},
 		{"Source all spaces", store, h, "   ", "Options.Source: Source is all spaces"},
 		{"Source with a control character", store, h, "credits\n", "Options.Source"},
-		{"Source with # as the scope", store, h, "billing#eu", `Options.Source: Source "billing#eu" holds a "#"`},
+		{"Source with # as the scope", store, h, "billing#eu", `Options.Source: source "billing#eu" holds a "#"`},
 		{"Source with # beside a Scope", scoped, h, "billing#eu", ""},
 		{"Source defaulted to the queue's name", store, h, "", ""},
 		{"Source", store, h, "credits", ""},

@@ -55,7 +55,7 @@ func TestCallbackPanicFailsItsRecordOnly(t *testing.T) {
 					// response panics.
 					return idem.Effect{
 						Writes:   []types.TransactWriteItem{debit(e.Accounts, "acc-bad", 100)},
-						Rejected: func(*idem.RejectedError) []byte { panic("no response") },
+						Rejected: func(*idem.RejectedError) ([]byte, error) { panic("no response") },
 					}, nil
 				}, tc.opt, mode.opt)
 				batch := events.SQSEvent{Records: []events.SQSMessage{

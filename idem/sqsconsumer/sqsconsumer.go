@@ -12,21 +12,17 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
 // Handler reads one record and describes its effect, as an idem.Handler
 // does; idem.FromContext gives the message the kit built from it.
 type Handler func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error)
 
-// Sentinels for records reported failed without being processed.
-var (
-	// ErrDeadline: the Lambda deadline was within Options.DeadlineMargin,
-	// or the context was done.
-	ErrDeadline = errors.New("sqsconsumer: not started: the deadline is near")
-	// ErrGroupStopped: an earlier record of the same FIFO message group
-	// failed, so this one must wait to keep the group's order.
-	ErrGroupStopped = errors.New("sqsconsumer: not started: an earlier record of its message group failed")
-)
+// ErrGroupStopped reports a record not processed because an earlier record
+// of its FIFO message group failed: it must wait, to keep the group's
+// order. A record not started for the deadline is idem.ErrDeadline.
+var ErrGroupStopped = errors.New("sqsconsumer: not started: an earlier record of its message group failed")
 
 // Options configure the batch handler New returns. Every default is written
 // once, on its field, and applied in New.
@@ -37,7 +33,7 @@ type Options struct {
 
 	// Source names the sender in logs and metrics and, unless the Store
 	// sets idem.Options.Scope, scopes the keys, so New refuses one the
-	// Store's CheckSource refuses. Defaults to the queue's name, the last
+	// Store cannot take as a message's Source. Defaults to the queue's name, the last
 	// segment of the record's eventSourceARN.
 	Source string
 
@@ -77,29 +73,31 @@ type Options struct {
 }
 
 type consumer struct {
-	store   *idem.Store
-	h       Handler
-	opts    Options
-	process func(context.Context, idem.Message, idem.Handler) (idem.Result, error)
+	door *adapt.Door
+	h    Handler
+	opts Options
 }
 
 // New returns a handler for lambda.Start that processes an SQS batch
 // through store, each record in its own claim and effect transaction, and
 // reports the records to retry. The event source mapping must set
 // FunctionResponseTypes to ReportBatchItemFailures. New refuses a nil store
-// or h, and an Options.Source that store cannot take (store.CheckSource).
+// or h, an Options.Source that store cannot take as a message's Source,
+// and lease options it cannot honour.
 func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	if store == nil || h == nil {
-		return nil, errors.New("sqsconsumer: New: nil Store or Handler")
+	if h == nil {
+		return nil, errors.New("sqsconsumer: New: nil Handler")
 	}
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Source != "" {
-		if err := store.CheckSource(o.Source); err != nil {
-			return nil, fmt.Errorf("sqsconsumer: New: Options.Source: %w", err)
-		}
+	if o.Lease != nil && o.BatchTransactions {
+		return nil, errors.New("sqsconsumer: New: Options.Lease and BatchTransactions exclude each other: a lease claims each record before its handler runs, alone")
+	}
+	door, err := adapt.Open(store, "Options", o.Source, o.Lease)
+	if err != nil {
+		return nil, fmt.Errorf("sqsconsumer: New: %w", err)
 	}
 	if o.Key == nil {
 		o.Key = DefaultKey
@@ -110,18 +108,7 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.C
 	if o.DeadlineMargin == 0 {
 		o.DeadlineMargin = 2 * time.Second
 	}
-	c := &consumer{store: store, h: h, opts: o, process: store.Process}
-	if lease := o.Lease; lease != nil {
-		if o.BatchTransactions {
-			return nil, errors.New("sqsconsumer: New: Options.Lease and BatchTransactions exclude each other: a lease claims each record before its handler runs, alone")
-		}
-		if err := store.CheckLease(*lease); err != nil {
-			return nil, fmt.Errorf("sqsconsumer: New: Options.Lease: %w", err)
-		}
-		c.process = func(ctx context.Context, msg idem.Message, h idem.Handler) (idem.Result, error) {
-			return store.ProcessLeased(ctx, msg, h, func(o *idem.LeaseOptions) { *o = *lease })
-		}
-	}
+	c := &consumer{door: door, h: h, opts: o}
 	return c.handle, nil
 }
 
@@ -214,7 +201,7 @@ func (c *consumer) runLane(ctx, work context.Context, recs []events.SQSMessage, 
 			case failed >= 0:
 				return c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", ErrGroupStopped, rec.Attributes["MessageGroupId"], recs[failed].MessageId))
 			case !c.mayStart(ctx):
-				return c.skip(ctx, rec, ErrDeadline)
+				return c.skip(ctx, rec, idem.ErrDeadline)
 			}
 			return c.processRecord(work, rec)
 		})
@@ -231,7 +218,7 @@ func (c *consumer) runLane(ctx, work context.Context, recs []events.SQSMessage, 
 // either way no batch response would say which records committed. It
 // reports nothing: the panic may have come from the reporting.
 func guard(what string, fn func() error) error {
-	return idem.Recover("", what, fn)
+	return adapt.Recover("", what, fn)
 }
 
 func (c *consumer) mayStart(ctx context.Context) bool {
@@ -249,7 +236,7 @@ func (c *consumer) processRecord(ctx context.Context, rec events.SQSMessage) err
 	if err != nil {
 		return err
 	}
-	_, err = c.process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+	_, err = c.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		return c.h(ctx, rec)
 	})
 	return err
@@ -261,7 +248,7 @@ func (c *consumer) keyed(ctx context.Context, rec events.SQSMessage) (idem.Messa
 	key, err := c.key(rec)
 	if err != nil {
 		err = fmt.Errorf("record %s: %w", rec.MessageId, err)
-		c.store.ReportFailure(ctx, msg, err)
+		c.door.Fail(ctx, msg, err)
 		return idem.Message{}, err
 	}
 	msg.ID = key
@@ -274,7 +261,7 @@ func (c *consumer) skip(ctx context.Context, rec events.SQSMessage, why error) e
 	msg := c.message(rec)
 	msg.ID, _ = c.key(rec)
 	err := fmt.Errorf("record %s: %w", rec.MessageId, why)
-	c.store.ReportFailure(ctx, msg, err)
+	c.door.Fail(ctx, msg, err)
 	return err
 }
 
@@ -290,7 +277,7 @@ func (c *consumer) message(rec events.SQSMessage) idem.Message {
 // key runs Options.Key, turning an empty key into ErrNoKey and a panic into
 // a *idem.PanicError, so one bad record cannot crash the batch.
 func (c *consumer) key(rec events.SQSMessage) (key string, err error) {
-	err = idem.Recover("", "sqsconsumer.Options.Key", func() error {
+	err = adapt.Recover("", "sqsconsumer.Options.Key", func() error {
 		var kerr error
 		key, kerr = c.opts.Key(rec)
 		return kerr

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
 // ClaimedOptions configure Claimed. Every default is written once, on its
@@ -17,9 +18,9 @@ type ClaimedOptions struct {
 	// Source names the consumer's claims, for metrics and, unless the
 	// Store sets a Scope, as the scope of their keys: two consumers of one
 	// stream that share a processed-ids table need distinct Sources, or
-	// each would take the other's claims for its own. It must be one the
-	// Store's CheckSource takes. Defaults to the table's name, read from
-	// each record's eventSourceARN.
+	// each would take the other's claims for its own. Claimed refuses one
+	// the Store cannot take as a message's Source. Defaults to the table's
+	// name, read from each record's eventSourceARN.
 	Source string
 }
 
@@ -30,17 +31,16 @@ type ClaimedOptions struct {
 // is a Duplicate. The claim's payload is the record's SequenceNumber,
 // which belongs to its eventID, so no key reuse is looked for.
 func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventRecord) (idem.Effect, error), optFns ...func(*ClaimedOptions)) (func(context.Context, events.DynamoDBEventRecord) error, error) {
-	if store == nil || h == nil {
-		return nil, errors.New("stream: Claimed: nil Store or handler")
+	if h == nil {
+		return nil, errors.New("stream: Claimed: nil handler")
 	}
 	var o ClaimedOptions
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Source != "" {
-		if err := store.CheckSource(o.Source); err != nil {
-			return nil, fmt.Errorf("stream: Claimed: ClaimedOptions.Source: %w", err)
-		}
+	door, err := adapt.Open(store, "ClaimedOptions", o.Source, nil)
+	if err != nil {
+		return nil, fmt.Errorf("stream: Claimed: %w", err)
 	}
 	return func(ctx context.Context, rec events.DynamoDBEventRecord) error {
 		source := o.Source
@@ -50,10 +50,10 @@ func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventReco
 		msg := idem.Message{ID: rec.EventID, Source: source, Payload: []byte(rec.Change.SequenceNumber)}
 		if msg.ID == "" {
 			err := fmt.Errorf("stream record %s has no eventID", rec.Change.SequenceNumber)
-			store.ReportFailure(ctx, msg, err)
+			door.Fail(ctx, msg, err)
 			return err
 		}
-		_, err := store.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return h(ctx, rec) })
+		_, err := door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return h(ctx, rec) })
 		return err
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
 // Options configure the batch handlers. Every default is written once, on
@@ -36,10 +37,6 @@ func (o *Options) setDefaults() {
 		o.Logger = slog.Default()
 	}
 }
-
-// ErrDeadline: the record was not started, the Lambda deadline being
-// within Options.DeadlineMargin.
-var ErrDeadline = errors.New("stream: not started: the deadline is near")
 
 // DynamoDB returns a handler for lambda.Start that runs h for each record
 // of a DynamoDB Streams batch, in order, and answers with the first one
@@ -95,7 +92,7 @@ func run[R any](ctx context.Context, o *Options, recs []R, h func(context.Contex
 		if err := mayStart(ctx, o); err != nil && i > 0 {
 			return i, err
 		}
-		if err := idem.Recover("", "the stream handler", func() error { return h(ctx, rec) }); err != nil {
+		if err := adapt.Recover("", "the stream handler", func() error { return h(ctx, rec) }); err != nil {
 			return i, err
 		}
 	}
@@ -104,10 +101,10 @@ func run[R any](ctx context.Context, o *Options, recs []R, h func(context.Contex
 
 func mayStart(ctx context.Context, o *Options) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrDeadline, err)
+		return fmt.Errorf("%w: %v", idem.ErrDeadline, err)
 	}
 	if d, ok := ctx.Deadline(); ok && o.DeadlineMargin >= 0 && time.Until(d) <= o.DeadlineMargin {
-		return ErrDeadline
+		return idem.ErrDeadline
 	}
 	return nil
 }

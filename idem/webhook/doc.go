@@ -41,8 +41,8 @@
 // UTF-8 (400); the idempotency key, 1 to 255 printable ASCII characters
 // (400); the payload's fingerprint (400); then idem.Store.Process, which
 // claims the key and commits the Handler's writes in one transaction.
-// Refusals before the claim are logged and counted as Refused through
-// Store.ReportRefusal; a payload the Handler refuses (a BadRequest, a body
+// Refusals before the claim are logged and counted as Refused, by the
+// Store's Logger and Observers; a payload the Handler refuses (a BadRequest, a body
 // JSONHandler cannot decode) is a 400 counted as Failed, since the Store
 // sees it while processing the claim. A callback that panics (the verifier, the key or
 // fingerprint function, the Handler, Effect.Rejected) fails that delivery

@@ -51,9 +51,9 @@ func JSONHandler[T any](h func(ctx context.Context, v T, req Request) (Response,
 // Without Effect.Rejected a failed condition commits nothing and is a 409.
 // Bytes that Reject did not encode are refused: the delivery is a 500,
 // nothing committed.
-func Reject(fn func(*idem.RejectedError) Response) func(*idem.RejectedError) []byte {
+func Reject(fn func(*idem.RejectedError) Response) func(*idem.RejectedError) ([]byte, error) {
 	if fn == nil {
 		return nil
 	}
-	return func(rej *idem.RejectedError) []byte { return encodeResponse(normalize(fn(rej))) }
+	return func(rej *idem.RejectedError) ([]byte, error) { return encodeResponse(normalize(fn(rej))), nil }
 }

@@ -104,7 +104,7 @@ func TestHandlerMisuseCommitsNothing(t *testing.T) {
 			return func(context.Context, webhook.Request) (webhook.Response, idem.Effect, error) {
 				return webhook.Response{}, idem.Effect{
 					Writes:   []types.TransactWriteItem{creditWrite(accounts, "acc-9", 500, expression.AttributeExists(expression.Name("account")))},
-					Rejected: func(*idem.RejectedError) []byte { return []byte("no such account") },
+					Rejected: func(*idem.RejectedError) ([]byte, error) { return []byte("no such account"), nil },
 				}, nil
 			}
 		}, "build it with webhook.Reject"},

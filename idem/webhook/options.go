@@ -13,7 +13,7 @@ type Options struct {
 	// dimension and, unless the Store sets a Scope, the namespace of its
 	// keys. It must be a dimension value CloudWatch takes, 1 to 1,024
 	// printable ASCII characters not all spaces, and hold no "#" unless the
-	// Store sets a Scope (idem.Store.CheckSource); New refuses another.
+	// Store sets a Scope; New refuses another.
 	// Defaults to "webhook", or, served by a Mux, the route the delivery
 	// matched ("POST /charges"): a key is scoped to its route.
 	Source string

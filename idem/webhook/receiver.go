@@ -11,17 +11,17 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
 // Receiver turns API Gateway deliveries into exactly-once effects, each
 // answered with its first response. It is safe for concurrent use; build it
 // once, outside the Lambda handler.
 type Receiver struct {
-	store     *idem.Store
-	handler   Handler
-	opts      Options
-	byRoute   bool                                                                   // Options.Source was left at its default: a Mux scopes keys by route
-	processFn func(context.Context, idem.Message, idem.Handler) (idem.Result, error) // Process, or ProcessLeased under Options.Lease
+	door    *adapt.Door
+	handler Handler
+	opts    Options
+	byRoute bool // Options.Source was left at its default: a Mux scopes keys by route
 }
 
 // New returns a Receiver that claims deliveries in store and runs h for
@@ -34,28 +34,19 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	byRoute := o.Source == ""
 	o.setDefaults()
 	switch {
-	case store == nil:
-		return nil, errors.New("webhook: New: nil Store")
 	case h == nil:
 		return nil, errors.New("webhook: New: nil Handler")
 	case o.MaxBodyBytes < 0 || o.RetryAfter < 0:
 		return nil, errors.New("webhook: New: MaxBodyBytes and RetryAfter must not be negative")
 	}
-	if err := store.CheckSource(o.Source); err != nil {
-		return nil, fmt.Errorf("webhook: New: Options.Source: %w", err)
+	door, err := adapt.Open(store, "Options", o.Source, o.Lease)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: New: %w", err)
 	}
 	if err := checkSecrets(o.Verifier); err != nil {
 		return nil, fmt.Errorf("webhook: New: %w", err)
 	}
-	r := &Receiver{store: store, handler: h, opts: o, byRoute: byRoute, processFn: store.Process}
-	if lease := o.Lease; lease != nil {
-		if err := store.CheckLease(*lease); err != nil {
-			return nil, fmt.Errorf("webhook: New: Options.Lease: %w", err)
-		}
-		r.processFn = func(ctx context.Context, msg idem.Message, h idem.Handler) (idem.Result, error) {
-			return store.ProcessLeased(ctx, msg, h, func(o *idem.LeaseOptions) { *o = *lease })
-		}
-	}
+	r := &Receiver{door: door, handler: h, opts: o, byRoute: byRoute}
 	return r, nil
 }
 
@@ -124,7 +115,7 @@ func (f *failure) Unwrap() error { return f.err }
 // claim and effect. Each step reads only what the previous ones vouched for.
 func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64 bool) Response {
 	if req.Source != r.opts.Source {
-		if err := r.store.CheckSource(req.Source); err != nil {
+		if err := r.door.CheckSource(req.Source); err != nil {
 			// A route the Mux was given that cannot scope keys: the
 			// function's fault, not the sender's.
 			route := req.Source
@@ -148,10 +139,10 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 	default:
 		req.Body = []byte(body)
 	}
-	// The callbacks run under idem.Recover: a panic fails this delivery,
+	// The callbacks run under adapt.Recover: a panic fails this delivery,
 	// never the process.
 	if v := r.opts.Verifier; v != nil {
-		err := idem.Recover("", "webhook.Options.Verifier", func() error { return v.Verify(req.Header, req.Body) })
+		err := adapt.Recover("", "webhook.Options.Verifier", func() error { return v.Verify(req.Header, req.Body) })
 		if pe := (*idem.PanicError)(nil); errors.As(err, &pe) {
 			return r.fail(ctx, req, pe)
 		}
@@ -167,7 +158,7 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 		return r.refuse(ctx, req, http.StatusBadRequest, err.Error(), err)
 	}
 	var key string
-	err := idem.Recover("", "webhook.Options.Key", func() (err error) {
+	err := adapt.Recover("", "webhook.Options.Key", func() (err error) {
 		key, err = r.opts.Key(req.Header, req.Body)
 		return err
 	})
@@ -183,7 +174,7 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 	req.Key = key
 	var fingerprint string
 	if fp := r.opts.Fingerprint; fp != nil {
-		err := idem.Recover("", "webhook.Options.Fingerprint", func() (err error) {
+		err := adapt.Recover("", "webhook.Options.Fingerprint", func() (err error) {
 			fingerprint, err = fp(req)
 			return err
 		})
@@ -211,14 +202,14 @@ func errText(err error) (s string) {
 // refuse answers a delivery refused before its claim, and logs and counts
 // it as Refused: the sender's fault, which must not raise the Failed alarm.
 func (r *Receiver) refuse(ctx context.Context, req Request, status int, detail string, err error) Response {
-	r.store.ReportRefusal(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, &failure{status, detail, err})
+	r.door.Refuse(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, &failure{status, detail, err})
 	return problem(status, detail)
 }
 
 // fail answers a delivery that failed before its claim through no fault of
 // the sender, a callback that panicked: a 500, logged and counted as Failed.
 func (r *Receiver) fail(ctx context.Context, req Request, err error) Response {
-	r.store.ReportFailure(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, err)
+	r.door.Fail(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, err)
 	return problem(http.StatusInternalServerError, nothingDone)
 }
 
@@ -234,7 +225,7 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 			stored, err = decodeResponse(rec.Response)
 			return err
 		}}
-	res, err := r.processFn(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+	res, err := r.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		resp, eff, err := r.handler(ctx, req)
 		if err != nil {
 			return idem.Effect{}, err
@@ -245,17 +236,19 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 		answer = normalize(resp)
 		eff.Response = encodeResponse(answer)
 		if rejected := eff.Rejected; rejected != nil {
-			// Process runs it under its own recovery (Effect.Rejected), so
-			// bytes this adapter cannot replay fail the delivery there,
-			// before anything is recorded.
-			eff.Rejected = func(rej *idem.RejectedError) []byte {
-				b := rejected(rej)
+			// Bytes this adapter cannot replay fail the delivery before
+			// anything is recorded.
+			eff.Rejected = func(rej *idem.RejectedError) ([]byte, error) {
+				b, err := rejected(rej)
+				if err != nil {
+					return nil, err
+				}
 				resp, err := decodeResponse(b)
 				if err != nil {
-					panic(errNotRejectResponse)
+					return nil, errNotRejectResponse
 				}
 				answer = resp
-				return b
+				return b, nil
 			}
 		}
 		return eff, nil
@@ -306,7 +299,7 @@ func (r *Receiver) answerError(key string, err error) Response {
 	case errors.Is(err, idem.ErrKeyReuse):
 		return problem(http.StatusUnprocessableEntity, fmt.Sprintf("the idempotency key %q was used before with a different payload; send a new key for a new request", key))
 	case errors.As(err, &held):
-		return inFlight(held.Until.Sub(r.store.Options().Now()))
+		return inFlight(held.Until.Sub(r.door.Now()))
 	case errors.As(err, &stale):
 		return problem(http.StatusInternalServerError, "a delivery of this key started long ago and never finished; it needs an operator, and nothing was done now")
 	case errors.Is(err, idem.ErrRetryable):

@@ -384,7 +384,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"Source all spaces", e.store, h, source("   "), "Options.Source: Source is all spaces"},
 		{"Source with a newline", e.store, h, source("stripe\n"), "Options.Source: Source \"stripe\\n\" has a control"},
 		{"Source not ASCII", e.store, h, source("paiement-reçu"), "Options.Source: Source \"paiement-reçu\" has a control or non-ASCII"},
-		{"Source with a # as the scope", e.store, h, source("billing#eu"), "Options.Source: Source \"billing#eu\" holds a \"#\""},
+		{"Source with a # as the scope", e.store, h, source("billing#eu"), "Options.Source: source \"billing#eu\" holds a \"#\""},
 		{"Source with a # beside a Scope", scoped, h, source("billing#eu"), ""},
 		{"Source of 1,024 bytes", e.store, h, source(strings.Repeat("s", 1024)), ""},
 	} {
@@ -419,7 +419,7 @@ func TestCommitWithLostAnswerIs503(t *testing.T) {
 func lostCommitIs503(t *testing.T, kind idemtest.FaultKind) {
 	e := newEnv(t)
 	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{kind: 1}, Operations: []string{"TransactWriteItems"}}
-	lossy := e.newStore(t, idemtest.Client(t, faults.Option, func(o *dynamodb.Options) { o.RetryMaxAttempts = 2 }))
+	lossy := e.newStore(t, idemtest.Client(idemtest.Endpoint(t), faults.Option, func(o *dynamodb.Options) { o.RetryMaxAttempts = 2 }))
 	d := delivery{body: creditBody, headers: keyed("k-1")}
 	r, err := webhook.New(lossy, creditHandler(e.Accounts))
 	if err != nil {

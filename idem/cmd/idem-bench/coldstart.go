@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
 	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
@@ -57,12 +58,12 @@ func coldStarts(ctx context.Context, endpoint, root string, n int) ([]coldStart,
 	if err != nil {
 		return nil, err
 	}
-	c := idemtest.NewClient(endpoint)
-	processed, err := idemtest.MakeTable(ctx, c, idemtest.Table{Name: "cold-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+	c := idemtest.Client(endpoint)
+	processed, err := localdynamo.CreateTable(ctx, c, localdynamo.Table{Name: "cold-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
 	if err != nil {
 		return nil, err
 	}
-	accounts, err := idemtest.MakeTable(ctx, c, idemtest.Table{Name: "cold-accounts", HashKey: "account"})
+	accounts, err := localdynamo.CreateTable(ctx, c, localdynamo.Table{Name: "cold-accounts", HashKey: "account"})
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func bench() error {
 		}
 	}
 	ctx := context.Background()
-	endpoint := idemtest.ExternalEndpoint()
+	endpoint := localdynamo.ExternalEndpoint()
 	if endpoint == "" {
 		srv, err := localdynamo.Start(ctx)
 		if err != nil {
@@ -207,12 +207,12 @@ func run(ctx context.Context, rep report) ([]row, error) {
 	for j, sv := range rep.servers {
 		for _, b := range builders {
 			su := setup{calls: &idemtest.CallCounter{}}
-			su.client = idemtest.NewClient(sv.endpoint, su.calls.Option)
-			processed, err := idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+			su.client = idemtest.Client(sv.endpoint, su.calls.Option)
+			processed, err := localdynamo.CreateTable(ctx, su.client, localdynamo.Table{Name: "bench-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
 			if err != nil {
 				return nil, err
 			}
-			if su.accounts, err = idemtest.MakeTable(ctx, su.client, idemtest.Table{Name: "bench-accounts", HashKey: "account"}); err != nil {
+			if su.accounts, err = localdynamo.CreateTable(ctx, su.client, localdynamo.Table{Name: "bench-accounts", HashKey: "account"}); err != nil {
 				return nil, err
 			}
 			if su.strategy, err = b.build(&su, processed); err != nil {

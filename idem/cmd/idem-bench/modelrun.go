@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // server is an endpoint every latency is measured on: the local server,
@@ -37,12 +38,12 @@ func measureRatio(ctx context.Context, servers []server, n int) ([]txRatio, erro
 	}
 	var ts []tables
 	for _, sv := range servers {
-		t := tables{c: idemtest.NewClient(sv.endpoint)}
+		t := tables{c: idemtest.Client(sv.endpoint)}
 		var err error
-		if t.claims, err = idemtest.MakeTable(ctx, t.c, idemtest.Table{Name: "bench-ratio-claims", HashKey: "pk"}); err != nil {
+		if t.claims, err = localdynamo.CreateTable(ctx, t.c, localdynamo.Table{Name: "bench-ratio-claims", HashKey: "pk"}); err != nil {
 			return nil, err
 		}
-		if t.accounts, err = idemtest.MakeTable(ctx, t.c, idemtest.Table{Name: "bench-ratio-accounts", HashKey: "account"}); err != nil {
+		if t.accounts, err = localdynamo.CreateTable(ctx, t.c, localdynamo.Table{Name: "bench-ratio-accounts", HashKey: "account"}); err != nil {
 			return nil, err
 		}
 		ts = append(ts, t)

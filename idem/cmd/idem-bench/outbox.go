@@ -56,16 +56,16 @@ type outboxEnv struct {
 
 func newOutboxEnv(ctx context.Context, endpoint string) (*outboxEnv, error) {
 	e := &outboxEnv{su: setup{calls: &idemtest.CallCounter{}}}
-	e.su.client = idemtest.NewClient(endpoint, e.su.calls.Option)
+	e.su.client = idemtest.Client(endpoint, e.su.calls.Option)
 	var err error
-	if e.processed, err = idemtest.MakeTable(ctx, e.su.client, idemtest.Table{Name: "bench-outbox-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
+	if e.processed, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-outbox-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
 		return nil, err
 	}
 	if _, err := e.su.client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(e.processed),
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}}); err != nil {
 		return nil, err
 	}
-	if e.accounts, err = idemtest.MakeTable(ctx, e.su.client, idemtest.Table{Name: "bench-outbox-accounts", HashKey: "account"}); err != nil {
+	if e.accounts, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-outbox-accounts", HashKey: "account"}); err != nil {
 		return nil, err
 	}
 	e.store, err = idem.New(e.su.client, e.processed, quietStore)

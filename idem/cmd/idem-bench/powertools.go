@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // powertoolsDir holds the peer itself: Powertools for AWS Lambda
@@ -100,12 +101,12 @@ func runPowertools(ctx context.Context, servers []server, dir string, latN, faul
 
 	// Powertools' default schema: partition key "id" (String), TTL on
 	// "expiration" (DynamoDBPersistenceLayer's keyAttr and expiryAttr).
-	client := idemtest.NewClient(endpoint)
-	records, err := idemtest.MakeTable(ctx, client, idemtest.Table{Name: "bench-powertools", HashKey: "id", TTLAttribute: "expiration"})
+	client := idemtest.Client(endpoint)
+	records, err := localdynamo.CreateTable(ctx, client, localdynamo.Table{Name: "bench-powertools", HashKey: "id", TTLAttribute: "expiration"})
 	if err != nil {
 		return nil, err
 	}
-	accounts, err := idemtest.MakeTable(ctx, client, idemtest.Table{Name: "bench-powertools-accounts", HashKey: "account"})
+	accounts, err := localdynamo.CreateTable(ctx, client, localdynamo.Table{Name: "bench-powertools-accounts", HashKey: "account"})
 	if err != nil {
 		return nil, err
 	}

@@ -24,9 +24,7 @@ func TestMain(m *testing.M) {
 		main() // the command itself, for TestSignalStopsEverything
 		return
 	}
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
+	idemtest.Main(m)
 }
 
 func goBuild(t *testing.T, out, pkg string) {

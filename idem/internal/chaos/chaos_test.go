@@ -42,7 +42,7 @@ func TestChaosReplay(t *testing.T) {
 		idemtest.FaultTruncatedResponse: faultRate,
 	}}
 	var counts outcomes
-	store, err := idem.New(idemtest.Client(t, faults.Option, quickRetries), tb.processed, func(o *idem.Options) {
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option, quickRetries), tb.processed, func(o *idem.Options) {
 		o.Observers = []idem.Observer{idemtest.EMF(t, &counts)}
 		o.Logger = slog.New(slog.DiscardHandler)
 	})

@@ -45,7 +45,7 @@ func TestChaosLease(t *testing.T) {
 		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
 		idemtest.FaultTruncatedResponse: faultRate,
 	}}
-	client := idemtest.Client(t, faults.Option, quickRetries)
+	client := idemtest.Client(idemtest.Endpoint(t), faults.Option, quickRetries)
 	var counts outcomes
 	stores := make([]*idem.Store, leaseEnvironments)
 	for i := range stores {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,11 +17,7 @@ import (
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
 // tables are one test's tables on the real local endpoint: the claims, the
 // accounts credited, and a ledger that counts each message's effects.
@@ -35,7 +30,7 @@ type tables struct {
 
 func newTables(t *testing.T) *tables {
 	t.Helper()
-	c := idemtest.Client(t)
+	c := idemtest.Client(idemtest.Endpoint(t))
 	return &tables{
 		client:    c,
 		processed: idemtest.ProcessedTable(t, c),

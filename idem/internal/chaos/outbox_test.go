@@ -65,7 +65,7 @@ func TestChaosOutbox(t *testing.T) {
 		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
 		idemtest.FaultTruncatedResponse: faultRate,
 	}}
-	faulty := idemtest.Client(t, dbFaults.Option, quickRetries)
+	faulty := idemtest.Client(idemtest.Endpoint(t), dbFaults.Option, quickRetries)
 	quiet := func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) }
 
 	srv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
@@ -247,7 +247,7 @@ func TestChaosOutbox(t *testing.T) {
 					}
 					ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
 					for i, m := range out.Messages {
-						ev.Records[i] = idemtest.SQSRecord(m, "arn:aws:sqs:us-east-1:123456789012:ledger")
+						ev.Records[i] = idemtest.Received(m, "arn:aws:sqs:us-east-1:123456789012:ledger")
 					}
 					resp, err := consume(ctx, ev)
 					if err != nil {

@@ -42,7 +42,7 @@ func TestRelayKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Stop() })
-	plain := sqs.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: idemtest.Client(t).Options().Credentials},
+	plain := sqs.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: idemtest.Client(idemtest.Endpoint(t)).Options().Credentials},
 		func(o *sqs.Options) { o.BaseEndpoint = aws.String(srv.Endpoint) })
 	const credits = 5
 	for _, tc := range []struct {
@@ -139,7 +139,7 @@ func TestRelayKilled(t *testing.T) {
 				}
 				ev := events.SQSEvent{}
 				for _, m := range rcv.Messages {
-					rec := idemtest.SQSRecord(m, "arn:aws:sqs:us-east-1:123456789012:relay-killed")
+					rec := idemtest.Received(m, "arn:aws:sqs:us-east-1:123456789012:relay-killed")
 					seen[aws.ToString(rec.MessageAttributes["IdempotencyKey"].StringValue)]++
 					ev.Records = append(ev.Records, rec)
 					if _, err := plain.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {

@@ -15,7 +15,7 @@ import (
 // processed-ids table already holding 100 or 10,000 items. On DynamoDB the
 // two cost the same; stock moto_server's cost grows with the table.
 func BenchmarkTransactWriteItems(b *testing.B) {
-	c := idemtest.Client(b)
+	c := idemtest.Client(idemtest.Endpoint(b))
 	for _, size := range []int{100, 10_000} {
 		b.Run(fmt.Sprintf("items=%d", size), func(b *testing.B) {
 			processed := idemtest.CreateTable(b, c, idemtest.Table{Name: "processed", HashKey: "pk"})

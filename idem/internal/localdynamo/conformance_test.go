@@ -75,7 +75,7 @@ func TestConcurrentClaimsKeepEveryCredit(t *testing.T) {
 		accounts   = 7
 		rounds     = 3
 	)
-	c := idemtest.Client(t)
+	c := idemtest.Client(idemtest.Endpoint(t))
 	for round := range rounds {
 		t.Run(fmt.Sprintf("round%d", round), func(t *testing.T) {
 			processed := idemtest.CreateTable(t, c, idemtest.Table{Name: "processed", HashKey: "pk"})
@@ -149,7 +149,7 @@ func isCancelledByCondition(err error) bool {
 // whose answer was lost with the same token; DynamoDB answers success
 // without applying it again.
 func TestClientRequestTokenMakesACommitIdempotent(t *testing.T) {
-	c := idemtest.Client(t)
+	c := idemtest.Client(idemtest.Endpoint(t))
 	processed := idemtest.CreateTable(t, c, idemtest.Table{Name: "processed", HashKey: "pk"})
 	acct := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
 	ctx := context.Background()

@@ -19,7 +19,7 @@ import (
 // not touch keep their value, and that the cancellation reasons and the
 // ALL_OLD item are DynamoDB's.
 func TestCancelledTransactionRestoresTouchedItems(t *testing.T) {
-	c := idemtest.Client(t)
+	c := idemtest.Client(idemtest.Endpoint(t))
 	for _, kind := range []struct {
 		name     string
 		rangeKey string

@@ -21,15 +21,11 @@ import (
 	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	idemtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
 func TestSweepDeletesExpiredItemsOnly(t *testing.T) {
 	srv := testServer(t)
-	c := idemtest.NewClient(srv.Endpoint)
+	c := idemtest.Client(srv.Endpoint)
 	table := idemtest.CreateTable(t, c, idemtest.Table{Name: "ttl", HashKey: "pk", TTLAttribute: "expiresAt"})
 	plain := idemtest.CreateTable(t, c, idemtest.Table{Name: "nottl", HashKey: "pk"})
 	now := time.Now().Unix()
@@ -76,7 +72,7 @@ func TestSweepDeletesExpiredItemsOnly(t *testing.T) {
 
 func TestSweeperRunsOnItsInterval(t *testing.T) {
 	srv := testServer(t, func(o *localdynamo.Options) { o.TTLSweepInterval = 100 * time.Millisecond })
-	c := idemtest.NewClient(srv.Endpoint)
+	c := idemtest.Client(srv.Endpoint)
 	table := idemtest.CreateTable(t, c, idemtest.Table{Name: "ttl", HashKey: "pk", TTLAttribute: "expiresAt"})
 	ctx := context.Background()
 	item := map[string]types.AttributeValue{"pk": s("old"), "expiresAt": n(int(time.Now().Unix() - 1))}

@@ -150,7 +150,7 @@ func transact(withToken bool, items ...txItem) write {
 // write that fails or changes nothing adds none. Stock moto fails the
 // update, nothing-changed, cancelled and region checks.
 func TestStreamRecordsOneChangeOneRecord(t *testing.T) {
-	c := idemtest.Client(t)
+	c := idemtest.Client(idemtest.Endpoint(t))
 	sc := streamsClient(c)
 	for _, tc := range []struct {
 		name   string
@@ -253,7 +253,7 @@ func TestStreamRecordsOneChangeOneRecord(t *testing.T) {
 
 // TestStreamViewTypes: each StreamViewType carries its images and no others.
 func TestStreamViewTypes(t *testing.T) {
-	c := idemtest.Client(t)
+	c := idemtest.Client(idemtest.Endpoint(t))
 	sc := streamsClient(c)
 	for _, tc := range []struct {
 		view streamtypes.StreamViewType
@@ -284,12 +284,12 @@ func TestStreamViewTypes(t *testing.T) {
 // and its stream are in (stock moto writes us-east-1 into every record).
 // Local only: a real endpoint serves one Region.
 func TestStreamRecordsCarryTheTablesRegion(t *testing.T) {
-	if idemtest.ExternalEndpoint() != "" {
+	if localdynamo.ExternalEndpoint() != "" {
 		t.Skip("an external endpoint serves one Region")
 	}
 	for _, region := range []string{"eu-west-1", "ap-southeast-2"} {
 		t.Run(region, func(t *testing.T) {
-			c := idemtest.NewClient(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.Region = region })
+			c := idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.Region = region })
 			table, arn := streamTable(t, c, "region", streamtypes.StreamViewTypeKeysOnly, "")
 			if err := put(item("a", 1), "").call(context.Background(), c, table); err != nil {
 				t.Fatal(err)
@@ -306,7 +306,7 @@ func TestStreamRecordsCarryTheTablesRegion(t *testing.T) {
 // client's DeleteItem carries no userIdentity.
 func TestTTLDeletesAreServiceRemoves(t *testing.T) {
 	srv := testServer(t)
-	c := idemtest.NewClient(srv.Endpoint)
+	c := idemtest.Client(srv.Endpoint)
 	table, arn := streamTable(t, c, "ttlstream", streamtypes.StreamViewTypeOldImage, "expiresAt")
 	ctx := context.Background()
 	expiry := strconv.FormatInt(time.Now().Unix()-60, 10)
@@ -333,7 +333,7 @@ func TestTTLDeletesAreServiceRemoves(t *testing.T) {
 // TestGetRecordsIteratorTypes: each ShardIteratorType starts where the
 // DynamoDB Streams API says, Limit pages, and NextShardIterator goes on.
 func TestGetRecordsIteratorTypes(t *testing.T) {
-	c := idemtest.Client(t)
+	c := idemtest.Client(idemtest.Endpoint(t))
 	sc := streamsClient(c)
 	ctx := context.Background()
 	table, arn := streamTable(t, c, "iter", streamtypes.StreamViewTypeKeysOnly, "")
@@ -437,7 +437,7 @@ func TestGetRecordsIteratorTypes(t *testing.T) {
 func TestShardIteratorsExpire(t *testing.T) {
 	const lifetime = 2 * time.Second
 	srv := testServer(t, func(o *localdynamo.Options) { o.ShardIteratorLifetime = lifetime })
-	c := idemtest.NewClient(srv.Endpoint)
+	c := idemtest.Client(srv.Endpoint)
 	sc := streamsClient(c)
 	ctx := context.Background()
 	table, arn := streamTable(t, c, "expiry", streamtypes.StreamViewTypeKeysOnly, "")

@@ -35,13 +35,23 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	shared.dir = dir
-	code := m.Run()
-	if shared.sqs != nil {
-		_ = shared.sqs.Stop()
-	}
-	idemtest.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	idemtest.Main(runThen{m, func() {
+		if shared.sqs != nil {
+			_ = shared.sqs.Stop()
+		}
+		os.RemoveAll(dir)
+	}})
+}
+
+// runThen runs the tests, then cleans up after them.
+type runThen struct {
+	m       *testing.M
+	cleanup func()
+}
+
+func (r runThen) Run() int {
+	defer r.cleanup()
+	return r.m.Run()
 }
 
 // testRIE builds the Lambda Runtime Interface Emulator once.

@@ -79,11 +79,11 @@ func (c *cell) credit(send bool) handler {
 // recorded; recording it panics when panicky.
 func (c *cell) rejected(panicky bool) handler {
 	return func(context.Context) (idem.Effect, error) {
-		return idem.Effect{Writes: []types.TransactWriteItem{c.w.refused("acc-1")}, Rejected: func(*idem.RejectedError) []byte {
+		return idem.Effect{Writes: []types.TransactWriteItem{c.w.refused("acc-1")}, Rejected: func(*idem.RejectedError) ([]byte, error) {
 			if panicky {
 				panic("boom")
 			}
-			return nil
+			return nil, nil
 		}}, nil
 	}
 }

@@ -43,7 +43,12 @@ func raw(ctx context.Context, h handler) (idem.Effect, error) {
 	eff, err := h(ctx)
 	eff.Response = []byte(`"ok"`)
 	if rej := eff.Rejected; rej != nil {
-		eff.Rejected = func(r *idem.RejectedError) []byte { rej(r); return []byte(`"rejected"`) }
+		eff.Rejected = func(r *idem.RejectedError) ([]byte, error) {
+			if _, err := rej(r); err != nil {
+				return nil, err
+			}
+			return []byte(`"rejected"`), nil
+		}
 	}
 	return eff, err
 }
@@ -71,7 +76,12 @@ var ways = []way{
 		handle, err := idem.Wrap(s, key, func(ctx context.Context, _ event) (string, idem.Effect, error) {
 			eff, err := h(ctx)
 			if rej := eff.Rejected; rej != nil {
-				eff.Rejected = func(r *idem.RejectedError) []byte { rej(r); return []byte(`"rejected"`) }
+				eff.Rejected = func(r *idem.RejectedError) ([]byte, error) {
+					if _, err := rej(r); err != nil {
+						return nil, err
+					}
+					return []byte(`"rejected"`), nil
+				}
 			}
 			return "ok", eff, err
 		}, func(o *idem.WrapOptions[event]) {

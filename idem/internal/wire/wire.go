@@ -1,7 +1,8 @@
-// Package wire is the outbox's format, shared by the kit's writer (idem)
-// and its relay (idem/outbox): an outbox item's attributes, its id, and
-// the EventBridge detail the relay sends. Neither side may read it another
-// way.
+// Package wire is what the kit stores, as every package that reads it
+// reads it: a claim record's default attribute names, an outbox item's
+// attributes and id, and the EventBridge detail the relay sends. The kit
+// writes them (idem), its relay, tests and commands read them (idem/outbox,
+// idemtest, idem/cmd), none another way.
 package wire
 
 import (
@@ -13,6 +14,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+)
+
+// A claim record's attribute names where idem.Options.Attributes leaves one
+// empty (its field docs say so, each once).
+const (
+	ClaimKeyAttr      = "pk"
+	ExpiresAtAttr     = "expiresAt"
+	ClaimedAtAttr     = "claimedAt"
+	SourceAttr        = "source"
+	FingerprintAttr   = "fingerprint"
+	PayloadDigestAttr = "payloadDigest"
+	OutcomeAttr       = "outcome"
+	ResponseAttr      = "response"
+	LeaseUntilAttr    = "leaseUntil"
+	TokenAttr         = "fence"
+	LeaseIDAttr       = "leaseId"
 )
 
 // An outbox item's attribute names, besides the table's key and its TTL

@@ -1,0 +1,128 @@
+package idemtest
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// The events Lambda hands a function, built from what a test cares about:
+// aws-lambda-go's own types, filled as the event source would fill them.
+// Ids derive from the content, so the same arguments build the same event,
+// as a redelivery is.
+
+// SQSMessage is a record of queue (a name, such as "credits", or
+// "credits.fifo"), with body and string message attributes (an
+// "IdempotencyKey" among them, say), as the SQS event source mapping hands
+// it over. Its messageId derives from the queue and body.
+func SQSMessage(queue, body string, attrs map[string]string) events.SQSMessage {
+	rec := events.SQSMessage{
+		MessageId: id("sqs", queue, body), ReceiptHandle: id("receipt", queue, body), Body: body,
+		Md5OfBody: md5hex(body), EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:" + queue,
+		AWSRegion: "us-east-1", Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1767225600000"},
+		MessageAttributes: map[string]events.SQSMessageAttribute{},
+	}
+	for k, v := range attrs {
+		rec.MessageAttributes[k] = events.SQSMessageAttribute{DataType: "String", StringValue: &v}
+	}
+	return rec
+}
+
+// FIFO is rec as a FIFO queue hands it over: in message group group, under
+// deduplication id dedup.
+func FIFO(rec events.SQSMessage, group, dedup string) events.SQSMessage {
+	attrs := map[string]string{"MessageGroupId": group, "MessageDeduplicationId": dedup}
+	for k, v := range rec.Attributes {
+		attrs[k] = v
+	}
+	rec.Attributes = attrs
+	return rec
+}
+
+// SQSEvent is a batch of records.
+func SQSEvent(recs ...events.SQSMessage) events.SQSEvent { return events.SQSEvent{Records: recs} }
+
+// HTTPRequest is an HTTP API request (payload format 2.0), or a function
+// URL's, with body and headers (names in lower case, as API Gateway sends
+// them), for the route "METHOD path".
+func HTTPRequest(method, path, body string, headers map[string]string) events.APIGatewayV2HTTPRequest {
+	e := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: method + " " + path, RawPath: path, Body: body, Headers: map[string]string{}}
+	for k, v := range headers {
+		e.Headers[strings.ToLower(k)] = v
+	}
+	e.RequestContext.HTTP.Method, e.RequestContext.HTTP.Path = method, path
+	e.RequestContext.Stage, e.RequestContext.RequestID = "$default", id("request", method, path, body)
+	return e
+}
+
+// RESTRequest is a REST API proxy request (payload format 1.0) with body
+// and headers as the client wrote them, for the resource path.
+func RESTRequest(method, path, body string, headers map[string]string) events.APIGatewayProxyRequest {
+	e := events.APIGatewayProxyRequest{HTTPMethod: method, Resource: path, Path: path, Body: body,
+		Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}}
+	for k, v := range headers {
+		e.Headers[k], e.MultiValueHeaders[k] = v, []string{v}
+	}
+	e.RequestContext.RequestID = id("request", method, path, body)
+	return e
+}
+
+// EventBridgeEvent is an event of source and detailType whose detail is
+// v's JSON (or v itself when it is a json.RawMessage). Each call gives a
+// new envelope, as each PutEvents does: another id, the time now.
+func EventBridgeEvent(source, detailType string, v any) (events.EventBridgeEvent, error) {
+	detail, ok := v.(json.RawMessage)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return events.EventBridgeEvent{}, fmt.Errorf("idemtest: the event's detail: %w", err)
+		}
+		detail = b
+	}
+	now := time.Now().UTC()
+	return events.EventBridgeEvent{Version: "0", ID: id("event", source, detailType, string(detail), now.Format(time.RFC3339Nano)),
+		DetailType: detailType, Source: source, AccountID: "123456789012", Time: now.Truncate(time.Second), Region: "us-east-1",
+		Resources: []string{}, Detail: detail}, nil
+}
+
+// StreamRecord is a DynamoDB stream record of table: an INSERT of
+// newImage (a MODIFY when oldImage is not nil), with the sequence number
+// seq, as the stream's event source mapping hands it over.
+func StreamRecord(table, seq string, oldImage, newImage map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
+	name, view := "INSERT", "NEW_IMAGE"
+	if oldImage != nil {
+		name, view = "MODIFY", "NEW_AND_OLD_IMAGES"
+	}
+	return events.DynamoDBEventRecord{
+		EventID: id("stream", table, seq), EventName: name, EventVersion: "1.1", EventSource: "aws:dynamodb", AWSRegion: "us-east-1",
+		EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/" + table + "/stream/2026-01-01T00:00:00.000",
+		Change: events.DynamoDBStreamRecord{SequenceNumber: seq, NewImage: newImage, OldImage: oldImage, StreamViewType: view,
+			ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.Unix(1767225600, 0)}},
+	}
+}
+
+// DynamoDBEvent is a batch of stream records.
+func DynamoDBEvent(recs ...events.DynamoDBEventRecord) events.DynamoDBEvent {
+	return events.DynamoDBEvent{Records: recs}
+}
+
+// id is a stable id of parts: the same parts, the same id.
+func id(kind string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range append([]string{kind}, parts...) {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
+	}
+	s := hex.EncodeToString(h.Sum(nil))
+	return s[:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:32]
+}
+
+func md5hex(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
