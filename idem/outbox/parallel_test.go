@@ -206,6 +206,39 @@ func TestRelayConcurrencyBound(t *testing.T) {
 	}
 }
 
+// TestRelayDeadlineMargin: inside the margin only the batch's first call
+// starts, however many may be in flight, and the answer is the first
+// record of the next; outside it every call goes.
+func TestRelayDeadlineMargin(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		concurrency int
+		margin      time.Duration // the deadline is a minute away
+		wantCalls   int
+		wantFail    []string
+	}{
+		{"inside the margin, one at a time", 1, 2 * time.Minute, 1, []string{"1010"}},
+		{"inside the margin, 10 at a time", 10, 2 * time.Minute, 1, []string{"1010"}},
+		{"outside it", 10, 2 * time.Second, 3, []string{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			sc := newScript()
+			r, err := outbox.New(func(o *outbox.Options) {
+				o.SQS, o.Concurrency, o.DeadlineMargin, o.Logger = &fakeSQS{script: sc}, c.concurrency, c.margin, slog.New(slog.DiscardHandler)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := r.Handle(ctx, events.DynamoDBEvent{Records: batch(30, to(queue), byTen)})
+			if err != nil || fmt.Sprint(failures(resp)) != fmt.Sprint(c.wantFail) || len(sc.calls) != c.wantCalls {
+				t.Errorf("want %d call(s) and failures %v, got %d and %v, %v", c.wantCalls, c.wantFail, len(sc.calls), failures(resp), err)
+			}
+		})
+	}
+}
+
 func TestNewRefusesNegativeConcurrency(t *testing.T) {
 	_, err := outbox.New(func(o *outbox.Options) { o.SQS, o.Concurrency = &fakeSQS{script: newScript()}, -1 })
 	if err == nil || !strings.Contains(err.Error(), "Options.Concurrency") {
