@@ -16,6 +16,27 @@
 //     MessageGroupId on a FIFO queue;
 //   - EventBridge: the detail's "idempotencyKey" field.
 //
+// A batch's items go out in calls of consecutive items bound for one
+// destination (up to 10 entries, 256 KiB), up to Options.Concurrency calls
+// at once. The answer is exact all the same: it names the first record, in
+// stream order, that was not sent, and every record before it was sent.
+// Records after it may have been sent too, by calls in flight when an
+// earlier one failed; no call starts once a failure before it is known.
+// Lambda retries from the record named, so those are sent again, under
+// the same ids.
+//
+// Order is kept for a FIFO queue's message group within one batch: its
+// items go out in stream order, one call at a time, and none after a call
+// for the group failed, so a later message of the group cannot overtake an
+// earlier one on the retry. Nothing more is promised. Standard queues and
+// EventBridge have no order to keep, and their calls go out in any order.
+// Each outbox item is its own stream item, ordered only against itself, so
+// two items of one group may reach the relay in different batches or
+// shards, in either order. And within one call SQS may refuse an entry and
+// take the ones after it, which then arrive before the refused one's resend
+// (idem.OutgoingMessage.GroupID: give a consumer that needs order a
+// sequence in the body).
+//
 // Wiring, in a function's main:
 //
 //	relay, err := outbox.New(func(o *outbox.Options) {

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 )
 
 // SQSAPI is the call the relay sends to SQS with. *sqs.Client
@@ -51,6 +47,13 @@ type Options struct {
 	// Defaults to 2 seconds.
 	DeadlineMargin time.Duration
 
+	// Concurrency is how many of a batch's calls (SendMessageBatch,
+	// PutEvents) may be in flight at once; 1 sends them one after
+	// another. Whatever it is, a FIFO message group's calls go one at a
+	// time, in stream order (see the package doc). Defaults to 10: the
+	// 10 calls of a 100-record batch to one queue go out together.
+	Concurrency int
+
 	// Logger receives a WARN record for each batch answered with a
 	// failure, and an ERROR record for an outbox item that cannot be
 	// sent as it is. Defaults to slog.Default().
@@ -74,6 +77,12 @@ func New(optFns ...func(*Options)) (*Relay, error) {
 	}
 	if o.DeadlineMargin == 0 {
 		o.DeadlineMargin = 2 * time.Second
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 10
+	}
+	if o.Concurrency < 0 {
+		return nil, fmt.Errorf("outbox: New: Options.Concurrency is %d: at least 1 calls are in flight at once", o.Concurrency)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -99,10 +108,12 @@ func (e *SendError) Error() string {
 
 func (e *SendError) Unwrap() error { return e.Err }
 
-// Handle sends each new outbox item of ev, in order, batching consecutive
-// items bound for one destination (up to 10 a call), and answers with
-// the first record not sent: Lambda checkpoints the records before it and
-// retries from it, so the items after it are sent again too.
+// Handle sends each new outbox item of ev, batching consecutive items
+// bound for one destination (up to 10 a call), up to Options.Concurrency
+// calls at once, and answers with the first record, in stream order, not
+// sent: every record before it was. Lambda checkpoints those and retries
+// from it, so the items after it are sent again, including any a call in
+// flight at the failure had sent.
 func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 	if i, err := r.relay(ctx, ev.Records); err != nil {
@@ -121,8 +132,9 @@ func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.Dyn
 	return resp, nil
 }
 
-// badItemError is a record the relay cannot read as an outbox item: it is
-// failed, so that Lambda's retries end at the on-failure destination.
+// badItemError is a record the relay cannot read as an outbox item, or
+// whose send panicked: it is failed, so that Lambda's retries end at the
+// on-failure destination.
 type badItemError struct{ err error }
 
 func (e *badItemError) Error() string { return e.err.Error() }
@@ -135,73 +147,77 @@ const (
 	maxBatchBytes   = 256 << 10
 )
 
-// relay sends recs' items in order; on failure, i is the first record
-// not sent. A panic, which no record should cause, fails the batch at the
-// first record not known to be sent, as any failure does: one bad record
-// must not crash the invoke and have the whole batch sent again.
-func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (failed int, err error) {
-	type pending struct {
-		i  int // the record's index
-		it item
+// relay sends recs' items; on failure, i is the first record not sent,
+// and every record before it was sent.
+func (r *Relay) relay(ctx context.Context, recs []events.DynamoDBEventRecord) (int, error) {
+	chunks, bad, badErr := readChunks(recs)
+	// Every chunk lies before the unreadable record, so any failure among
+	// them comes first.
+	if i, err := r.sendChunks(ctx, chunks); err != nil {
+		return i, err
 	}
-	var chunk []pending
-	at := 0 // the first record not known to be sent
-	defer func() {
-		if v := recover(); v != nil {
-			failed, err = at, &badItemError{fmt.Errorf("outbox: the relay panicked on this record or a later one: %v\n%s", v, debug.Stack())}
-		}
-	}()
-	size, sent := 0, false
-	flush := func() (int, error) {
-		if len(chunk) == 0 {
-			return 0, nil
-		}
-		items := make([]item, len(chunk))
-		for k, p := range chunk {
-			items[k] = p.it
-		}
-		first := chunk[0].i
-		if err := r.nearDeadline(ctx, sent); err != nil {
-			return first, err
-		}
-		cctx, cancel := r.callContext(ctx)
-		k, err := r.send(cctx, items)
-		cancel()
-		if err != nil {
-			return chunk[k].i, err
-		}
-		sent = true
-		chunk, size = chunk[:0], 0
-		return 0, nil
+	if badErr != nil {
+		return bad, badErr
 	}
+	return 0, nil
+}
+
+// chunk is consecutive outbox items bound for one destination, up to a
+// call's limits: one SendMessageBatch or PutEvents.
+type chunk struct {
+	recs  []int // each item's record index, ascending
+	items []item
+	// after are the earlier chunks holding items of a FIFO message group
+	// this one holds: it is sent only once they all were (sendChunks).
+	after []int
+}
+
+// readChunks reads recs up to the first record that cannot be read, bad,
+// whose error is badErr, and cuts the items before it into chunks, in
+// stream order.
+func readChunks(recs []events.DynamoDBEventRecord) (chunks []chunk, bad int, badErr error) {
+	size := 0                // the last chunk's, in bytes
+	last := map[string]int{} // a FIFO group's last chunk so far
 	for i, rec := range recs {
-		if len(chunk) == 0 {
-			at = i
-		}
-		it, err := readItem(rec)
+		it, err := readOne(rec)
 		if errors.Is(err, errNotOutbox) {
 			continue
 		}
 		if err != nil {
-			if j, ferr := flush(); ferr != nil {
-				return j, ferr
-			}
-			return i, &badItemError{err}
+			return chunks, i, &badItemError{err}
 		}
 		n := len(it.body) + len(it.typ) + 200
 		for k, v := range it.attributes {
 			n += len(k) + len(v)
 		}
-		if len(chunk) > 0 && (chunk[0].it.destination != it.destination || len(chunk) == maxBatchEntries || size+n > maxBatchBytes) {
-			if j, err := flush(); err != nil {
-				return j, err
-			}
-			at = i
+		if c := len(chunks) - 1; c < 0 || chunks[c].items[0].destination != it.destination || len(chunks[c].items) == maxBatchEntries || size+n > maxBatchBytes {
+			chunks, size = append(chunks, chunk{}), 0
 		}
-		chunk = append(chunk, pending{i, it})
+		c := len(chunks) - 1
+		chunks[c].recs, chunks[c].items = append(chunks[c].recs, i), append(chunks[c].items, it)
 		size += n
+		if isFIFO(it.destination) {
+			// The group as SQS will name it, on this queue.
+			g := it.destination + "\x00" + groupID(it.group)
+			if prev, ok := last[g]; ok && prev != c && !slices.Contains(chunks[c].after, prev) {
+				chunks[c].after = append(chunks[c].after, prev)
+			}
+			last[g] = c
+		}
 	}
-	return flush()
+	return chunks, 0, nil
+}
+
+// readOne is readItem with a panic, which no record should cause, made
+// the record's failure: one bad record must not crash the invoke and have
+// the whole batch sent again.
+func readOne(rec events.DynamoDBEventRecord) (it item, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("outbox: reading record %s panicked: %v\n%s", rec.EventID, v, debug.Stack())
+		}
+	}()
+	return readItem(rec)
 }
 
 // nearDeadline stops a send that would start inside the deadline margin,
@@ -229,108 +245,4 @@ func (r *Relay) callContext(ctx context.Context) (context.Context, context.Cance
 		return context.WithDeadline(ctx, cut)
 	}
 	return ctx, func() {}
-}
-
-// send sends items, all bound for one destination, in one call; on
-// failure, k is the first item not sent.
-func (r *Relay) send(ctx context.Context, items []item) (int, error) {
-	if isEventBridge(items[0].destination) {
-		return r.putEvents(ctx, items)
-	}
-	return r.sendMessages(ctx, items)
-}
-
-func (r *Relay) sendMessages(ctx context.Context, items []item) (int, error) {
-	dest := items[0].destination
-	if r.o.SQS == nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: errors.New("the relay has no SQS client (Options.SQS)")}
-	}
-	entries := make([]sqstypes.SendMessageBatchRequestEntry, len(items))
-	for k, it := range items {
-		attrs := map[string]sqstypes.MessageAttributeValue{"IdempotencyKey": stringAttr(it.id)}
-		if it.typ != "" {
-			attrs["Type"] = stringAttr(it.typ)
-		}
-		for name, v := range it.attributes {
-			attrs[name] = stringAttr(v)
-		}
-		entries[k] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(k)), MessageBody: aws.String(it.body), MessageAttributes: attrs}
-		if isFIFO(dest) {
-			entries[k].MessageDeduplicationId = aws.String(it.id)
-			entries[k].MessageGroupId = aws.String(groupID(it.group))
-		}
-	}
-	out, err := r.o.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
-	if err != nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, SenderFault: clientFault(err), Err: err}
-	}
-	first, code, msg, fault := len(items), "", "", false
-	for _, f := range out.Failed {
-		k, err := strconv.Atoi(aws.ToString(f.Id))
-		if err != nil || k < 0 || k >= len(items) {
-			k = 0 // an answer that names no entry we sent: count it against the first
-		}
-		if k < first {
-			first, code, msg, fault = k, aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault
-		}
-	}
-	if first < len(items) {
-		return first, &SendError{ID: items[first].id, Destination: dest, Code: code, SenderFault: fault, Err: fmt.Errorf("SQS did not take it: %s %s", code, msg)}
-	}
-	if n := len(out.Successful); n != len(items) {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: fmt.Errorf("SQS answered %d successes for %d entries", n, len(items))}
-	}
-	return 0, nil
-}
-
-func stringAttr(v string) sqstypes.MessageAttributeValue {
-	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
-}
-
-func (r *Relay) putEvents(ctx context.Context, items []item) (int, error) {
-	dest := items[0].destination
-	if r.o.EventBridge == nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: errors.New("the relay has no EventBridge client (Options.EventBridge)")}
-	}
-	bus := dest[len(eventBridgePrefix):]
-	entries := make([]ebtypes.PutEventsRequestEntry, len(items))
-	for k, it := range items {
-		entries[k] = ebtypes.PutEventsRequestEntry{
-			EventBusName: aws.String(bus), Source: aws.String(r.o.EventSource),
-			DetailType: aws.String(it.typ), Detail: aws.String(detail(it)),
-		}
-		if t, err := time.Parse(time.RFC3339Nano, it.createdAt); err == nil {
-			entries[k].Time = &t
-		}
-	}
-	out, err := r.o.EventBridge.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
-	if err != nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, SenderFault: clientFault(err), Err: err}
-	}
-	if len(out.Entries) != len(items) {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: fmt.Errorf("EventBridge answered %d entries for %d", len(out.Entries), len(items))}
-	}
-	for k, e := range out.Entries {
-		if e.ErrorCode != nil || e.EventId == nil {
-			code := aws.ToString(e.ErrorCode)
-			// EventBridge names these two retryable; the others are the entry's.
-			fault := code != "InternalFailure" && code != "ThrottlingException"
-			return k, &SendError{ID: items[k].id, Destination: dest, Code: code, SenderFault: fault, Err: fmt.Errorf("EventBridge did not take it: %s %s", code, aws.ToString(e.ErrorMessage))}
-		}
-	}
-	return 0, nil
-}
-
-// clientFault says whether err is the service's refusal of the request
-// itself (a 4xx other than throttling), which no retry mends.
-func clientFault(err error) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) || ae.ErrorFault() != smithy.FaultClient {
-		return false
-	}
-	switch ae.ErrorCode() {
-	case "ThrottlingException", "Throttling", "RequestThrottled", "KmsThrottled":
-		return false
-	}
-	return true
 }

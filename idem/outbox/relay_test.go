@@ -3,7 +3,6 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -26,49 +23,6 @@ import (
 // the relay against the local servers.
 
 const queue = "https://sqs.us-east-1.amazonaws.com/123456789012/ledger"
-
-// fakeSQS records each SendMessageBatch and fails the entries failAt names
-// ("call/entry"), or the whole call when failAt names "call/*".
-type fakeSQS struct {
-	calls  []*sqs.SendMessageBatchInput
-	failAt map[string]bool
-}
-
-func (f *fakeSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	f.calls = append(f.calls, in)
-	call := len(f.calls)
-	if f.failAt[fmt.Sprint(call, "/*")] {
-		return nil, errors.New("connection reset")
-	}
-	out := &sqs.SendMessageBatchOutput{}
-	for k, e := range in.Entries {
-		if f.failAt[fmt.Sprint(call, "/", k)] {
-			out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), SenderFault: false})
-			continue
-		}
-		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String("m")})
-	}
-	return out, nil
-}
-
-type fakeEvents struct {
-	calls  []*eventbridge.PutEventsInput
-	failAt map[string]bool
-}
-
-func (f *fakeEvents) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
-	f.calls = append(f.calls, in)
-	out := &eventbridge.PutEventsOutput{}
-	for k := range in.Entries {
-		if f.failAt[fmt.Sprint(len(f.calls), "/", k)] {
-			out.Entries = append(out.Entries, ebtypes.PutEventsResultEntry{ErrorCode: aws.String("ThrottlingException")})
-			out.FailedEntryCount++
-			continue
-		}
-		out.Entries = append(out.Entries, ebtypes.PutEventsResultEntry{EventId: aws.String(strconv.Itoa(k))})
-	}
-	return out, nil
-}
 
 // record is a stream record of an outbox item with id n bound for dest.
 func record(n int, dest, body string) events.DynamoDBEventRecord {
@@ -102,10 +56,10 @@ func TestRelay(t *testing.T) {
 	cases := []struct {
 		name      string
 		records   func() []events.DynamoDBEventRecord
-		sqsFail   []string
-		ebFail    []string
+		fail      []string // ids of entries refused (SQS or EventBridge)
+		failCall  []string // ids whose call fails whole
 		noEvents  bool
-		wantCalls []int  // entries per call, SQS and EventBridge in order
+		wantCalls []int  // entries per call, SQS and EventBridge, in stream order
 		wantFail  string // the sequence number answered, or ""
 	}{
 		{name: "25 to one queue, claims and a removal between", records: func() []events.DynamoDBEventRecord {
@@ -129,13 +83,15 @@ func TestRelay(t *testing.T) {
 				recs = append(recs, record(n, queue, "b"))
 			}
 			return recs
-		}, sqsFail: []string{"2/3", "2/1"}, wantCalls: []int{10, 5}, wantFail: "1011"},
+		}, fail: []string{"id-13", "id-11"}, wantCalls: []int{10, 5}, wantFail: "1011"},
 		{name: "the call fails", records: func() []events.DynamoDBEventRecord {
 			return []events.DynamoDBEventRecord{record(0, queue, "a"), record(1, fifo, "b")}
-		}, sqsFail: []string{"2/*"}, wantCalls: []int{1, 1}, wantFail: "1001"},
+		}, failCall: []string{"id-01"}, wantCalls: []int{1, 1}, wantFail: "1001"},
+		// The queue's call goes out with the events' (Options.Concurrency):
+		// a record after the answer may have been sent too.
 		{name: "an event fails", records: func() []events.DynamoDBEventRecord {
 			return []events.DynamoDBEventRecord{record(0, "eventbridge:bus", `{}`), record(1, "eventbridge:bus", `{"a":1}`), record(2, queue, "c")}
-		}, ebFail: []string{"1/1"}, wantCalls: []int{2}, wantFail: "1001"},
+		}, fail: []string{"id-01"}, wantCalls: []int{2, 1}, wantFail: "1001"},
 		{name: "no EventBridge client", records: func() []events.DynamoDBEventRecord {
 			return []events.DynamoDBEventRecord{record(0, queue, "a"), record(1, "eventbridge:bus", `{}`)}
 		}, noEvents: true, wantCalls: []int{1}, wantFail: "1001"},
@@ -164,14 +120,14 @@ func TestRelay(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := &fakeSQS{failAt: map[string]bool{}}
-			fe := &fakeEvents{failAt: map[string]bool{}}
-			for _, f := range c.sqsFail {
-				fs.failAt[f] = true
+			sc := newScript()
+			for _, id := range c.fail {
+				sc.failEntry[id] = true
 			}
-			for _, f := range c.ebFail {
-				fe.failAt[f] = true
+			for _, id := range c.failCall {
+				sc.failCall[id] = true
 			}
+			fs, fe := &fakeSQS{script: sc}, &fakeEvents{script: sc}
 			r, err := outbox.New(func(o *outbox.Options) {
 				o.SQS = fs
 				if !c.noEvents {
@@ -190,40 +146,32 @@ func TestRelay(t *testing.T) {
 			if want := []string{c.wantFail}; (c.wantFail == "" && len(got) != 0) || (c.wantFail != "" && (len(got) != 1 || got[0] != want[0])) {
 				t.Errorf("failures: want %q, got %q", c.wantFail, got)
 			}
-			var calls []int
-			sent := map[string]bool{}
-			si, ei := 0, 0
-			for range len(fs.calls) + len(fe.calls) {
-				// Calls are checked in the order they were made, by destination.
-				if si < len(fs.calls) {
-					in := fs.calls[si]
-					si++
-					calls = append(calls, len(in.Entries))
-					for _, e := range in.Entries {
-						key := e.MessageAttributes["IdempotencyKey"].StringValue
-						if key == nil || e.MessageAttributes["Type"].StringValue == nil || aws.ToString(e.MessageAttributes["account"].StringValue) != "acc-1" {
-							t.Errorf("entry %s: attributes %v", aws.ToString(e.Id), e.MessageAttributes)
-						}
-						fifo := strings.HasSuffix(aws.ToString(in.QueueUrl), ".fifo")
-						if fifo != (e.MessageDeduplicationId != nil && aws.ToString(e.MessageDeduplicationId) == aws.ToString(key) && aws.ToString(e.MessageGroupId) != "") {
-							t.Errorf("entry %s to %s: deduplication id %v, group %v", aws.ToString(e.Id), aws.ToString(in.QueueUrl), e.MessageDeduplicationId, e.MessageGroupId)
-						}
-						sent[aws.ToString(key)] = true
+			for _, in := range fs.inputs {
+				for _, e := range in.Entries {
+					key := e.MessageAttributes["IdempotencyKey"].StringValue
+					if key == nil || e.MessageAttributes["Type"].StringValue == nil || aws.ToString(e.MessageAttributes["account"].StringValue) != "acc-1" {
+						t.Errorf("entry %s: attributes %v", aws.ToString(e.Id), e.MessageAttributes)
 					}
-				} else if ei < len(fe.calls) {
-					in := fe.calls[ei]
-					ei++
-					calls = append(calls, len(in.Entries))
-					for _, e := range in.Entries {
-						var d map[string]any
-						if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &d); err != nil || d["idempotencyKey"] == nil {
-							t.Errorf("event detail %s: %v", aws.ToString(e.Detail), err)
-						}
-						if aws.ToString(e.EventBusName) != "bus" || aws.ToString(e.DetailType) != "credit.applied" || aws.ToString(e.Source) != "idemkit.outbox" || e.Time == nil {
-							t.Errorf("event %+v", e)
-						}
+					fifo := strings.HasSuffix(aws.ToString(in.QueueUrl), ".fifo")
+					if fifo != (e.MessageDeduplicationId != nil && aws.ToString(e.MessageDeduplicationId) == aws.ToString(key) && aws.ToString(e.MessageGroupId) != "") {
+						t.Errorf("entry %s to %s: deduplication id %v, group %v", aws.ToString(e.Id), aws.ToString(in.QueueUrl), e.MessageDeduplicationId, e.MessageGroupId)
 					}
 				}
+			}
+			for _, in := range fe.inputs {
+				for _, e := range in.Entries {
+					var d map[string]any
+					if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &d); err != nil || d["idempotencyKey"] == nil {
+						t.Errorf("event detail %s: %v", aws.ToString(e.Detail), err)
+					}
+					if aws.ToString(e.EventBusName) != "bus" || aws.ToString(e.DetailType) != "credit.applied" || aws.ToString(e.Source) != "idemkit.outbox" || e.Time == nil {
+						t.Errorf("event %+v", e)
+					}
+				}
+			}
+			var calls []int
+			for _, cl := range sc.byStream() {
+				calls = append(calls, len(cl.ids))
 			}
 			if fmt.Sprint(calls) != fmt.Sprint(c.wantCalls) {
 				t.Errorf("entries per call: want %v, got %v", c.wantCalls, calls)
@@ -238,7 +186,7 @@ func TestUnreadableItemsAreErrors(t *testing.T) {
 	for _, body := range []string{"   ", "", "{", `{"IDEMPOTENCYKEY":1}`} {
 		var logs strings.Builder
 		r, err := outbox.New(func(o *outbox.Options) {
-			o.EventBridge = &fakeEvents{}
+			o.EventBridge = &fakeEvents{script: newScript()}
 			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		})
 		if err != nil {

@@ -52,6 +52,7 @@ func bench() error {
 		extDelay  = flag.Duration("external", 20*time.Millisecond, "latency of the external service the lease section's handler calls")
 		envs      = flag.Int("environments", 8, "environments delivering each message at once in the lease section")
 		relayN    = flag.Int("relay", 2000, "outbox messages the outbox section's relay sends")
+		relayRTT  = flag.Duration("relayrtt", 20*time.Millisecond, "round trip of the SQS stand-in the outbox section's relay sends one batch to, in sequence and concurrently; 0 skips it")
 		e2eN      = flag.Int("ledger", 50, "credits timed to their ledger entry on the local stack; 0 skips the stack")
 		only      = flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); empty runs them all")
 		modelPath = flag.String("model", modelPublished, "DynamoDB latency model: a JSON file of per-operation p50/p99 (model.go has the format), \""+modelPublished+"\" for the published figures of model-published.json, or \""+modelOff+"\" to measure on the local server alone")
@@ -116,7 +117,7 @@ func bench() error {
 		}
 	}
 	if runs("outbox") {
-		if rep.outbox, err = runOutbox(ctx, rep.servers, *latN, *relayN, *e2eN); err != nil {
+		if rep.outbox, err = runOutbox(ctx, rep.servers, *latN, *relayN, *e2eN, *relayRTT); err != nil {
 			return err
 		}
 	}

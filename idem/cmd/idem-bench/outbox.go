@@ -42,6 +42,8 @@ type outboxResult struct {
 	relaySends           int // SendMessageBatch calls
 	relayTime            time.Duration
 	relayOwn             time.Duration // the same relay to an SQS answering at once
+	parRTT               time.Duration // the SQS stand-in's round trip
+	par                  []relayParRun // one batch to it, one call at a time and concurrent
 	e2eN                 int
 	e2e                  []time.Duration // delivery to ledger entry, on the local stack
 	e2eSkipped           string
@@ -74,8 +76,8 @@ func newOutboxEnv(ctx context.Context, endpoint string) (*outboxEnv, error) {
 
 // runOutbox measures the first deliveries on every server, taking turns;
 // the relay and the ledger latency on the local server and stack.
-func runOutbox(ctx context.Context, servers []server, latN, relayN, e2eN int) (*outboxResult, error) {
-	res := &outboxResult{latN: latN, relayN: relayN, e2eN: e2eN}
+func runOutbox(ctx context.Context, servers []server, latN, relayN, e2eN int, parRTT time.Duration) (*outboxResult, error) {
+	res := &outboxResult{latN: latN, relayN: relayN, e2eN: e2eN, parRTT: parRTT}
 	var envs []*outboxEnv
 	for _, sv := range servers {
 		e, err := newOutboxEnv(ctx, sv.endpoint)
@@ -181,6 +183,16 @@ func runOutbox(ctx context.Context, servers []server, latN, relayN, e2eN int) (*
 		}
 	}
 	res.relayOwn = time.Since(start) / 5
+
+	// One batch of 100, as the event source mapping hands them over, to
+	// an SQS whose every call takes parRTT: the sends in sequence and
+	// concurrent.
+	if len(items) > 0 && parRTT > 0 {
+		log.Printf("idem-bench: outbox: a batch of %d to an SQS stand-in answering after %v, one call at a time and concurrent", min(100, len(items)), parRTT)
+		if res.par, err = runRelayPar(ctx, items[:min(100, len(items))], parRTT); err != nil {
+			return nil, err
+		}
+	}
 
 	if e2eN > 0 {
 		if res.e2e, err = ledgerLatency(ctx, e2eN); err != nil {
