@@ -134,7 +134,16 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 			mu.Unlock()
 		})
 	}
-	functions := t.OfType(typeFunction)
+	// Only the functions the parameters create are built and run.
+	functions, err := t.Created(o.Parameters, t.OfType(typeFunction))
+	if err != nil {
+		return s, fmt.Errorf("localstack: %w", err)
+	}
+	for _, id := range t.OfType(typeFunction) {
+		if !slices.Contains(functions, id) {
+			s.logf("%s is not run: its condition %s is false", id, t.Resources[id].Condition)
+		}
+	}
 	if len(functions) > 0 {
 		wg.Go(func() {
 			path, err := buildRIE(ctx, &o)
@@ -194,17 +203,6 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	s.resources, s.Tables, s.Queues = res, res.Tables, res.Queues
 
 	// Functions, each in its emulators.
-	functions = slices.DeleteFunc(functions, func(id string) bool {
-		cond := t.Resources[id].Condition
-		if cond == "" {
-			return false
-		}
-		ok, err := res.p.r.condition(cond)
-		if err == nil && !ok {
-			s.logf("%s is not run: its condition %s is false", id, cond)
-		}
-		return err == nil && !ok
-	})
 	for _, id := range functions {
 		spec, err := s.functionSpec(id)
 		if err != nil {
