@@ -16,14 +16,16 @@ LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO)
 # Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4'.
 LOCAL_FLAGS ?=
 
-.PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-WebhookFunction build-LedgerFunction build-RelayFunction
+.PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-ManagedQueueFunction build-WebhookFunction build-ManagedWebhookFunction build-LedgerFunction build-RelayFunction
 
-build-QueueFunction:
-	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-QueueFunction ARTIFACTS_DIR=out))
+# The Managed* functions are the same functions on Lambda Managed Instances
+# (template.yaml, UseManagedInstances): the same build.
+build-QueueFunction build-ManagedQueueFunction:
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make $@ ARTIFACTS_DIR=out))
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/queue
 
-build-WebhookFunction:
-	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-WebhookFunction ARTIFACTS_DIR=out))
+build-WebhookFunction build-ManagedWebhookFunction:
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make $@ ARTIFACTS_DIR=out))
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/webhook
 
 build-LedgerFunction:
