@@ -13,7 +13,9 @@ LAMBDA_GOARCH ?= arm64
 # -s -w drop the symbol table and DWARF: a third of the binary, and of its cold start.
 LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-# Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4'.
+# Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4',
+# or LOCAL_FLAGS='-max-concurrency 8': each function as on Lambda Managed
+# Instances, 8 invokes at once in one process (Linux, as root).
 LOCAL_FLAGS ?=
 
 .PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-ManagedQueueFunction build-WebhookFunction build-ManagedWebhookFunction build-LedgerFunction build-RelayFunction

@@ -32,8 +32,8 @@ func killGroup(pid int) {
 // its own, whose processes, the bootstrap (in a process group of its own)
 // included, the kernel kills when the emulator ends.
 func managedInstancesCommand(rie, dir string, args []string) (*exec.Cmd, error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("the emulator's managed-instances mode runs the bootstrap as user 993 from /var/task: run as root (as in a container), or with a maximum concurrency of 1")
+	if err := managedInstancesSupported(); err != nil {
+		return nil, err
 	}
 	const script = `set -e
 mount --make-rprivate /
@@ -48,4 +48,13 @@ exec "$@"`
 	cmd.SysProcAttr = childProcAttr()
 	cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
 	return cmd, nil
+}
+
+// managedInstancesSupported says why the emulator's managed-instances mode
+// cannot run here, or nil.
+func managedInstancesSupported() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the emulator's managed-instances mode runs the bootstrap as user 993 from /var/task: run as root (as in a container), or with a maximum concurrency of 1")
+	}
+	return nil
 }

@@ -22,5 +22,9 @@ func killGroup(pid int) {
 // managedInstancesCommand: the emulator's managed-instances mode needs
 // Linux's namespaces (see proc_linux.go).
 func managedInstancesCommand(rie, dir string, args []string) (*exec.Cmd, error) {
-	return nil, errors.New("the emulator's managed-instances mode runs on Linux only")
+	return nil, managedInstancesSupported()
+}
+
+func managedInstancesSupported() error {
+	return errors.New("the emulator's managed-instances mode runs on Linux only")
 }

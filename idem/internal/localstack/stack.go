@@ -219,14 +219,24 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	}
 	for _, id := range functions {
 		spec := s.Specs[id]
+		conc := spec.MaxConcurrency
+		if o.MaxConcurrency > 0 {
+			conc = o.MaxConcurrency
+		}
+		if conc > 1 {
+			if err := managedInstancesSupported(); err != nil {
+				return s, fmt.Errorf("localstack: %s with a maximum concurrency of %d: %w", id, conc, err)
+			}
+		}
 		s.Functions[id] = NewFunction(FunctionConfig{
-			Name:         id,
-			RIE:          rie,
-			Bootstrap:    bootstraps[id],
-			Env:          s.environ(spec, bootstraps[id]),
-			Timeout:      spec.Timeout,
-			MaxInstances: o.Instances,
-			Output:       o.FunctionOutput,
+			Name:           id,
+			RIE:            rie,
+			Bootstrap:      bootstraps[id],
+			Env:            s.environ(spec, bootstraps[id]),
+			Timeout:        spec.Timeout,
+			MaxInstances:   o.Instances,
+			MaxConcurrency: conc,
+			Output:         o.FunctionOutput,
 		})
 		s.Routes = append(s.Routes, spec.Routes...)
 	}
@@ -249,7 +259,8 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 				s.logf("%s: event %s is disabled in the template: not polling %s", id, src.Event, q.Name)
 				continue
 			}
-			conc := o.Instances
+			// As many batches at once as the environments take.
+			conc := o.Instances * s.Functions[id].MaxConcurrency
 			if src.MaximumConcurrency > 0 {
 				conc = min(conc, src.MaximumConcurrency)
 			}
