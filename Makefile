@@ -13,17 +13,21 @@ LAMBDA_GOARCH ?= arm64
 # -s -w drop the symbol table and DWARF: a third of the binary, and of its cold start.
 LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-# Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4'.
+# Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4',
+# or LOCAL_FLAGS='-max-concurrency 8': each function as on Lambda Managed
+# Instances, 8 invokes at once in one process (Linux, as root).
 LOCAL_FLAGS ?=
 
-.PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-WebhookFunction build-LedgerFunction build-RelayFunction
+.PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-ManagedQueueFunction build-WebhookFunction build-ManagedWebhookFunction build-LedgerFunction build-RelayFunction
 
-build-QueueFunction:
-	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-QueueFunction ARTIFACTS_DIR=out))
+# The Managed* functions are the same functions on Lambda Managed Instances
+# (template.yaml, UseManagedInstances): the same build.
+build-QueueFunction build-ManagedQueueFunction:
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make $@ ARTIFACTS_DIR=out))
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/queue
 
-build-WebhookFunction:
-	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-WebhookFunction ARTIFACTS_DIR=out))
+build-WebhookFunction build-ManagedWebhookFunction:
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make $@ ARTIFACTS_DIR=out))
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/webhook
 
 build-LedgerFunction:

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,8 +66,11 @@ func coldStarts(ctx context.Context, endpoint, root string, n int) ([]coldStart,
 	if err != nil {
 		return nil, err
 	}
-	ids := tpl.OfType("AWS::Serverless::Function")
-	slices.Sort(ids)
+	// The functions the template's defaults create (not its Managed twins).
+	ids, err := tpl.Created(nil, tpl.OfType("AWS::Serverless::Function"))
+	if err != nil {
+		return nil, err
+	}
 	var out []coldStart
 	for _, id := range ids {
 		cs := coldStart{name: id}

@@ -63,6 +63,7 @@ func main() {
 		rcptAddr   = flag.String("receipts-addr", "127.0.0.1:3002", "where the receipts service the functions call (RECEIPTS_URL) listens, a loopback address (port 0: any free port)")
 		noReceipts = flag.Bool("no-receipts", false, "run no receipts service: the functions keep the template's RECEIPTS_URL (empty: they call out to none)")
 		instances  = flag.Int("instances", 2, "execution environments (emulator processes) per function, at most")
+		maxConc    = flag.Int("max-concurrency", 0, "run every function as on Lambda Managed Instances, each environment taking up to this many invokes at once (AWS_LAMBDA_MAX_CONCURRENCY; Linux, as root); 0: as the template says (-param UseManagedInstances=true)")
 		ttlSweep   = flag.Duration("ttl-sweep", 10*time.Second, "how often the local DynamoDB deletes expired claims (0: never)")
 		retryDelay = flag.Duration("retry-delay", time.Second, "how long a failed SQS record stays invisible before its next receive (negative: the queue's VisibilityTimeout, as in Lambda)")
 		demo       = flag.Bool("demo", false, "replay the events directory, each message delivered -deliveries times (some at once), print the balances and the receipts, and exit")
@@ -101,6 +102,7 @@ func main() {
 		o.ReceiptsAddr = *rcptAddr
 		o.NoReceipts = *noReceipts
 		o.Instances = *instances
+		o.MaxConcurrency = *maxConc
 		o.TTLSweepInterval = *ttlSweep
 		o.RetryDelay = *retryDelay
 		o.Parameters = params
@@ -170,8 +172,12 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 		fmt.Fprintf(w, "  queue      %-28s %s%s\n", id, q.URL, extra)
 	}
 	for _, id := range sortedKeys(s.Functions) {
-		spec := s.Specs[id]
-		fmt.Fprintf(w, "  function   %-28s up to %d environments, timeout %v\n", id, s.Options.Instances, spec.Timeout)
+		spec, f := s.Specs[id], s.Functions[id]
+		mode := ""
+		if f.MaxConcurrency > 1 {
+			mode = fmt.Sprintf(", managed-instances mode: %d invokes at once in each", f.MaxConcurrency)
+		}
+		fmt.Fprintf(w, "  function   %-28s up to %d environments%s, timeout %v\n", id, s.Options.Instances, mode, spec.Timeout)
 	}
 	if s.Receipts != nil {
 		fmt.Fprintf(w, "  receipts   %-28s %s (admin %s: fail, hang, drop, latency, calls, stats, reset)\n", "RECEIPTS_URL", s.Receipts.URL(), s.Receipts.AdminURL())

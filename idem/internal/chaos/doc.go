@@ -15,4 +15,9 @@
 //     transaction is sent or after it committed, or freezes it until the
 //     Lambda timeout fires; the same event redelivered to a fresh emulator
 //     applies its effect once.
+//   - TestManagedInstancesOneKey runs functions/queue as on Lambda Managed
+//     Instances, 8 invokes at once in one process, and sends it one message
+//     8 times at once: one credit, one Processed outcome; it reports the
+//     transactions that reached DynamoDB, one per delivery until the Store
+//     coalesces concurrent deliveries of a key.
 package chaos

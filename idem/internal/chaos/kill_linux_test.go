@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,10 +224,19 @@ type function struct {
 // overrides, its environment.
 func (b binaries) function(t *testing.T, fn, dynamodb string, tb *tables, env ...string) *function {
 	t.Helper()
+	return b.concurrentFunction(t, fn, 1, io.Discard, dynamodb, tb, env...)
+}
+
+// concurrentFunction is function in one environment that runs up to conc
+// invokes at once, as on Lambda Managed Instances
+// (localstack.FunctionConfig.MaxConcurrency); output gets its output too.
+func (b binaries) concurrentFunction(t *testing.T, fn string, conc int, output io.Writer, dynamodb string, tb *tables, env ...string) *function {
+	t.Helper()
 	bootstrap := map[string]string{"queue": b.queue, "webhook": b.webhook, "relay": b.relay}[fn]
 	out := &syncBuffer{}
 	f := localstack.NewFunction(localstack.FunctionConfig{
-		Name: fn, RIE: b.rie, Bootstrap: bootstrap, Timeout: functionTimeout * time.Second, MaxInstances: 1, Output: out,
+		Name: fn, RIE: b.rie, Bootstrap: bootstrap, Timeout: functionTimeout * time.Second, MaxInstances: 1, MaxConcurrency: conc,
+		Output: io.MultiWriter(out, output),
 		Env: append([]string{
 			"PATH=" + os.Getenv("PATH"),
 			"AWS_LAMBDA_FUNCTION_NAME=" + fn,

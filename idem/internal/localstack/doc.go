@@ -42,7 +42,11 @@
 //
 // An emulator takes one invoke at a time, so each function queues its
 // invokes and runs up to Options.Instances emulators, started on demand,
-// like Lambda's execution environments.
+// like Lambda's execution environments. A function on a capacity provider
+// (CapacityProviderConfig), or every function with Options.MaxConcurrency,
+// runs as on Lambda Managed Instances: each emulator in its
+// managed-instances mode takes up to PerExecutionEnvironmentMaxConcurrency
+// invokes at once, all in one process (Linux, as root).
 //
 // This package is development tooling: no function links it.
 package localstack

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -31,28 +33,33 @@ func (e *FunctionError) Error() string {
 }
 
 // Function runs one function's bootstrap under the AWS Lambda Runtime
-// Interface Emulator. An emulator process is one execution environment: it
-// takes one invoke at a time (an overlapping one crashes it), so Function
-// queues invokes and starts up to MaxInstances environments, on demand, as
-// Lambda does.
+// Interface Emulator. An emulator process is one execution environment. It
+// takes one invoke at a time (an overlapping one crashes it), or, in the
+// emulator's managed-instances mode (FunctionConfig.MaxConcurrency above 1),
+// up to MaxConcurrency at once, as on Lambda Managed Instances (one more is
+// refused). So Function queues invokes, gives each environment no more than
+// it takes, and starts up to MaxInstances environments, on demand, once
+// those running are full, as Lambda does.
 type Function struct {
 	// Name is the function's logical id in the template.
 	Name string
 	// Timeout is the function's timeout, enforced by the emulator.
 	Timeout time.Duration
+	// MaxConcurrency is how many invokes one environment runs at once.
+	MaxConcurrency int
 
-	rie       string
-	bootstrap string
-	env       []string
-	out       io.Writer
-
-	idle  chan *instance
-	slots chan struct{} // one token per live instance
+	rie          string
+	bootstrap    string
+	env          []string
+	out          io.Writer
+	maxInstances int
 
 	stopping chan struct{} // closed by Stop
 
 	mu       sync.Mutex
-	all      map[*instance]bool
+	all      []*instance   // the environments taking invokes, oldest first
+	starting int           // environments being started
+	changed  chan struct{} // closed, and replaced, when an invoke ends or an environment goes
 	seq      int
 	closed   bool
 	inflight sync.WaitGroup
@@ -66,6 +73,13 @@ type FunctionConfig struct {
 	Env          []string // the function's whole environment, KEY=value
 	Timeout      time.Duration
 	MaxInstances int
+	// MaxConcurrency is how many invokes one environment runs at once.
+	// Above 1 each environment runs as on Lambda Managed Instances: the
+	// emulator in its managed-instances mode, AWS_LAMBDA_MAX_CONCURRENCY
+	// set, and aws-lambda-go running that many handlers at once in one
+	// process. That mode needs Linux and root (managedInstancesCommand).
+	// Defaults to 1: one invoke at a time, Lambda's default.
+	MaxConcurrency int
 	// Output receives the function's and the emulator's output, one line
 	// at a time, each prefixed with the function's name and instance.
 	Output io.Writer
@@ -77,20 +91,29 @@ func NewFunction(c FunctionConfig) *Function {
 	if c.MaxInstances < 1 {
 		c.MaxInstances = 1
 	}
+	if c.MaxConcurrency < 1 {
+		c.MaxConcurrency = 1
+	}
 	if c.Output == nil {
 		c.Output = io.Discard
 	}
+	env := c.Env
+	if c.MaxConcurrency > 1 {
+		// The emulator's managed-instances mode, which passes it on to
+		// the runtime; last, so it wins over one in c.Env.
+		env = append(slices.Clip(env), "AWS_LAMBDA_MAX_CONCURRENCY="+strconv.Itoa(c.MaxConcurrency))
+	}
 	return &Function{
-		Name:      c.Name,
-		Timeout:   c.Timeout,
-		rie:       c.RIE,
-		bootstrap: c.Bootstrap,
-		env:       c.Env,
-		out:       c.Output,
-		idle:      make(chan *instance, c.MaxInstances),
-		slots:     make(chan struct{}, c.MaxInstances),
-		stopping:  make(chan struct{}),
-		all:       map[*instance]bool{},
+		Name:           c.Name,
+		Timeout:        c.Timeout,
+		MaxConcurrency: c.MaxConcurrency,
+		rie:            c.RIE,
+		bootstrap:      c.Bootstrap,
+		env:            env,
+		out:            c.Output,
+		maxInstances:   c.MaxInstances,
+		stopping:       make(chan struct{}),
+		changed:        make(chan struct{}),
 	}
 }
 
@@ -119,6 +142,27 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	go func() {
 		defer f.inflight.Done()
 		out, err := in.invoke(payload, f.Timeout)
+		// A managed-instances environment refuses an invoke while all its
+		// runtimes are busy, one of them still in the handler of an invoke
+		// that timed out: try again, as Lambda routes to another
+		// environment.
+		for errors.Is(err, errNoIdleRuntime) {
+			f.release(in)
+			select {
+			case <-f.stopping:
+				ch <- result{nil, ErrStopped}
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			actx, cancel := context.WithTimeout(context.Background(), f.Timeout)
+			in, err = f.acquire(actx)
+			cancel()
+			if err != nil {
+				ch <- result{nil, err}
+				return
+			}
+			out, err = in.invoke(payload, f.Timeout)
+		}
 		f.release(in)
 		ch <- result{out, err}
 	}()
@@ -130,30 +174,49 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 }
 
+// acquire takes a place in the oldest environment with one free, or starts
+// an environment when all are full and there are fewer than MaxInstances,
+// or waits.
 func (f *Function) acquire(ctx context.Context) (*instance, error) {
 	for {
-		select {
-		case in := <-f.idle:
-			if in.alive() {
-				return in, nil
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			return nil, ErrStopped
+		}
+		var picked *instance
+		var gone []*instance
+		live := f.all[:0]
+		for _, in := range f.all {
+			switch {
+			case !in.alive() && in.active == 0:
+				gone = append(gone, in)
+				continue
+			case picked == nil && in.alive() && in.active < f.MaxConcurrency:
+				picked = in
+				in.active++
 			}
-			f.discard(in)
-			continue
-		default:
+			live = append(live, in)
+		}
+		clear(f.all[len(live):])
+		f.all = live
+		start := picked == nil && len(f.all)+f.starting < f.maxInstances
+		if start {
+			f.starting++
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		for _, in := range gone {
+			in.stop()
+		}
+		switch {
+		case picked != nil:
+			return picked, nil
+		case start:
+			return f.start()
 		}
 		select {
-		case in := <-f.idle:
-			if in.alive() {
-				return in, nil
-			}
-			f.discard(in)
-		case f.slots <- struct{}{}:
-			in, err := f.start()
-			if err != nil {
-				<-f.slots
-				return nil, err
-			}
-			return in, nil
+		case <-changed:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-f.stopping:
@@ -162,20 +225,22 @@ func (f *Function) acquire(ctx context.Context) (*instance, error) {
 	}
 }
 
+// release gives back a place taken by acquire; an environment that broke
+// (its invoke timed out in the one-at-a-time mode, or it stopped
+// answering) takes no more invokes and is stopped, as Lambda replaces it.
 func (f *Function) release(in *instance) {
-	if in.broken || !in.alive() {
-		f.discard(in)
-		return
-	}
-	f.idle <- in
-}
-
-func (f *Function) discard(in *instance) {
-	in.stop()
+	broken := in.broken.Load() || !in.alive()
 	f.mu.Lock()
-	delete(f.all, in)
+	in.active--
+	if broken {
+		f.all = slices.DeleteFunc(f.all, func(x *instance) bool { return x == in })
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
 	f.mu.Unlock()
-	<-f.slots
+	if broken {
+		in.stop()
+	}
 }
 
 // Instances is how many environments are running.
@@ -190,7 +255,7 @@ func (f *Function) PIDs() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var pids []int
-	for in := range f.all {
+	for _, in := range f.all {
 		pids = append(pids, in.cmd.Process.Pid)
 	}
 	return pids
@@ -213,10 +278,7 @@ func (f *Function) Stop() {
 	case <-time.After(f.Timeout + 5*time.Second):
 	}
 	f.mu.Lock()
-	all := make([]*instance, 0, len(f.all))
-	for in := range f.all {
-		all = append(all, in)
-	}
+	all := slices.Clone(f.all)
 	f.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, in := range all {

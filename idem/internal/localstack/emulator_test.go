@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -161,5 +165,101 @@ func TestFunctionStopEndsItsProcesses(t *testing.T) {
 	}
 	if _, err := f.Invoke(context.Background(), []byte(`{}`)); !errors.Is(err, ErrStopped) {
 		t.Errorf("expect ErrStopped after Stop, got %v", err)
+	}
+}
+
+// In the emulator's managed-instances mode one environment, one process,
+// runs up to MaxConcurrency invokes at once; more wait for a place, never
+// refused. A timeout leaves the environment running; a panic ends it and
+// the next invoke starts another.
+func TestFunctionManagedInstances(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("the emulator's managed-instances mode runs on Linux, as root (managedInstancesCommand)")
+	}
+	const conc = 4
+	var out syncBuffer
+	f := NewFunction(FunctionConfig{Name: "Echo", RIE: testRIE(t), Bootstrap: testEcho(t), Timeout: 2 * time.Second,
+		Env: []string{"PATH=/usr/bin:/bin", "AWS_LAMBDA_FUNCTION_TIMEOUT=2"}, MaxInstances: 1, MaxConcurrency: conc, Output: &out})
+	t.Cleanup(func() {
+		f.Stop()
+		if t.Failed() {
+			t.Logf("function output:\n%s", out.String())
+		}
+	})
+	// concurrently invokes n times and returns the answers and when each
+	// invoke started and ended.
+	concurrently := func(n int, payload string) ([]echoResponse, []error, []time.Time, []time.Time) {
+		rs, errs := make([]echoResponse, n), make([]error, n)
+		starts, ends := make([]time.Time, n), make([]time.Time, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				starts[i] = time.Now()
+				rs[i], errs[i] = invokeEcho(t, f, payload)
+				ends[i] = time.Now()
+			})
+		}
+		wg.Wait()
+		return rs, errs, starts, ends
+	}
+
+	rs, errs, starts, ends := concurrently(conc, `{"sleepMs":500,"env":"AWS_LAMBDA_MAX_CONCURRENCY"}`)
+	pids := map[int]bool{}
+	for i := range conc {
+		if errs[i] != nil {
+			t.Fatalf("invoke %d: %v", i, errs[i])
+		}
+		pids[rs[i].PID] = true
+		if rs[i].Env != strconv.Itoa(conc) {
+			t.Errorf("invoke %d: expect AWS_LAMBDA_MAX_CONCURRENCY=%d in the function, got %q", i, conc, rs[i].Env)
+		}
+	}
+	if len(pids) != 1 || f.Instances() != 1 {
+		t.Errorf("expect one process in one environment, got pids %v, %d environments", pids, f.Instances())
+	}
+	if last, first := slices.MaxFunc(starts, time.Time.Compare), slices.MinFunc(ends, time.Time.Compare); !last.Before(first) {
+		t.Errorf("expect the %d invokes to overlap: the last started at %v, the first ended at %v", conc, last, first)
+	}
+
+	_, errs, _, _ = concurrently(3*conc, `{"sleepMs":50}`)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("invoke %d of %d: %v", i, 3*conc, err)
+		}
+	}
+	pid := f.PIDs()[0]
+
+	// The hanging handler holds one runtime past its timeout: the
+	// environment lives on, and the next invokes find a place in time.
+	var fe *FunctionError
+	if _, err := invokeEcho(t, f, `{"hangMs":3000}`); !errors.As(err, &fe) || fe.Type != "Sandbox.Timedout" {
+		t.Fatalf("expect a Sandbox.Timedout, got %v", err)
+	}
+	_, errs, _, _ = concurrently(conc, `{"sleepMs":50}`)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("invoke %d after the timeout: %v", i, err)
+		}
+	}
+	if got := f.PIDs(); len(got) != 1 || got[0] != pid {
+		t.Errorf("expect the environment %d to outlive a timeout, got %v", pid, got)
+	}
+
+	// A panic ends the process, as on Lambda Managed Instances, failing
+	// what it runs or takes until then; a new environment follows.
+	if _, err := invokeEcho(t, f, `{"panic":true}`); !errors.As(err, &fe) {
+		t.Fatalf("expect a *FunctionError for the panic, got %v", err)
+	}
+	for try := 1; ; try++ {
+		_, err := invokeEcho(t, f, `{"after":"panic"}`)
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &fe) || fe.Type != "Runtime.ExitError" || try == 3 {
+			t.Fatalf("invoke %d after the panic: %v", try, err)
+		}
+	}
+	if got := f.PIDs(); len(got) != 1 || got[0] == pid {
+		t.Errorf("expect a new environment after the panic ended %d, got %v", pid, got)
 	}
 }

@@ -22,9 +22,14 @@ type FunctionSpec struct {
 	// LogFormat and LogLevel are LoggingConfig's LogFormat and
 	// ApplicationLogLevel.
 	LogFormat, LogLevel string
-	SQS                 []SQSEventSource
-	Streams             []StreamEventSource
-	Routes              []Route
+	// MaxConcurrency is CapacityProviderConfig's
+	// PerExecutionEnvironmentMaxConcurrency: the invokes one environment
+	// runs at once on Lambda Managed Instances. 0 for a function on
+	// Lambda's default compute, or when the template sets none.
+	MaxConcurrency int
+	SQS            []SQSEventSource
+	Streams        []StreamEventSource
+	Routes         []Route
 	// Ignored names the events the local stack does not emulate.
 	Ignored []string
 }
@@ -126,6 +131,9 @@ func (s *Stack) functionSpec(id string) (*FunctionSpec, error) {
 	}
 	for k, v := range mapOf(mapOf(p["Environment"])["Variables"]) {
 		fs.Env[k] = scalarString(v)
+	}
+	if n, ok := number(mapOf(p["CapacityProviderConfig"])["PerExecutionEnvironmentMaxConcurrency"]); ok {
+		fs.MaxConcurrency = int(n)
 	}
 	lc := mapOf(p["LoggingConfig"])
 	fs.LogFormat = scalarString(lc["LogFormat"])

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -25,31 +27,46 @@ type instance struct {
 	cmd    *exec.Cmd
 	url    string
 	done   chan struct{}
-	broken bool // set by the invoking goroutine only
-	once   sync.Once
+	active int // invokes in it; guarded by its Function's mu
+	broken atomic.Bool
+	// concurrent is the emulator's managed-instances mode.
+	concurrent bool
+	once       sync.Once
 }
 
+// start starts an environment for acquire, which counted it in f.starting,
+// and returns it with the first of its places taken.
 func (f *Function) start() (*instance, error) {
 	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
-		return nil, ErrStopped
-	}
 	f.seq++
 	n := f.seq
 	f.mu.Unlock()
-	var lastErr error
+	var in *instance
+	var err error
 	for range 3 { // a port taken between probing and binding: try others
-		in, err := f.startOnce(n)
-		if err == nil {
-			f.mu.Lock()
-			f.all[in] = true
-			f.mu.Unlock()
-			return in, nil
+		if in, err = f.startOnce(n); err == nil {
+			break
 		}
-		lastErr = err
 	}
-	return nil, lastErr
+	f.mu.Lock()
+	f.starting--
+	if err == nil && f.closed {
+		err = ErrStopped
+	}
+	if err == nil {
+		in.active = 1
+		f.all = append(f.all, in)
+	}
+	close(f.changed) // another may start now, or give up
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+	if err != nil {
+		if in != nil {
+			in.stop()
+		}
+		return nil, err
+	}
+	return in, nil
 }
 
 func (f *Function) startOnce(n int) (*instance, error) {
@@ -58,22 +75,31 @@ func (f *Function) startOnce(n int) (*instance, error) {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	cmd := exec.Command(f.rie,
+	args := []string{
 		"--log-level", "warn",
 		"--runtime-interface-emulator-address", addr,
-		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
-		"./"+filepath.Base(f.bootstrap))
+		"--runtime-api-address", "127.0.0.1:" + strconv.Itoa(ports[1]),
+		"./" + filepath.Base(f.bootstrap),
+	}
+	var cmd *exec.Cmd
+	if f.MaxConcurrency > 1 {
+		if cmd, err = managedInstancesCommand(f.rie, filepath.Dir(f.bootstrap), args); err != nil {
+			return nil, fmt.Errorf("localstack: %s: %w", f.Name, err)
+		}
+	} else {
+		cmd = exec.Command(f.rie, args...)
+		cmd.SysProcAttr = childProcAttr()
+	}
 	// The emulator runs the bootstrap from its working directory, as
 	// Lambda runs it from /var/task.
 	cmd.Dir = filepath.Dir(f.bootstrap)
 	cmd.Env = f.env
 	w := newLineWriter(f.out, fmt.Sprintf("%s#%d | ", f.Name, n))
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("localstack: start %s: %w", f.rie, err)
 	}
-	in := &instance{fn: f.Name, n: n, cmd: cmd, url: "http://" + addr + "/2015-03-31/functions/function/invocations", done: make(chan struct{})}
+	in := &instance{fn: f.Name, n: n, cmd: cmd, concurrent: f.MaxConcurrency > 1, url: "http://" + addr + "/2015-03-31/functions/function/invocations", done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		w.Flush()
@@ -122,14 +148,17 @@ func (in *instance) invoke(payload []byte, timeout time.Duration) ([]byte, error
 	start := time.Now()
 	resp, err := invokeClient.Do(req)
 	if err != nil {
-		in.broken = true
+		in.broken.Store(true)
 		return nil, fmt.Errorf("localstack: invoke %s#%d: %w", in.fn, in.n, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		in.broken = true
+		in.broken.Store(true)
 		return nil, fmt.Errorf("localstack: invoke %s#%d: %w", in.fn, in.n, err)
+	}
+	if in.concurrent {
+		return in.managedAnswer(resp, body)
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK && (bytes.HasPrefix(body, []byte("Task timed out")) ||
@@ -138,7 +167,7 @@ func (in *instance) invoke(payload []byte, timeout time.Duration) ([]byte, error
 		// load the emulator may answer a timed-out invoke without its
 		// "Task timed out" text (the sandbox torn down first); an answer
 		// that came no sooner than the timeout is that timeout.
-		in.broken = true
+		in.broken.Store(true)
 		return nil, &FunctionError{Function: in.fn, Type: "Sandbox.Timedout", Message: string(body), Payload: body}
 	case resp.StatusCode == http.StatusOK:
 		if fe := errorDocument(in.fn, body); fe != nil {
@@ -153,7 +182,36 @@ func (in *instance) invoke(payload []byte, timeout time.Duration) ([]byte, error
 		}
 		return nil, &FunctionError{Function: in.fn, Type: "Runtime.Unknown", Message: string(body), Payload: body}
 	}
-	in.broken = true
+	in.broken.Store(true)
+	return nil, fmt.Errorf("localstack: invoke %s#%d: emulator answered %s: %s", in.fn, in.n, resp.Status, body)
+}
+
+// errNoIdleRuntime is a managed-instances environment's refusal of an
+// invoke: all its runtimes are busy. The invoke did not start.
+var errNoIdleRuntime = errors.New("localstack: no idle runtime in the environment")
+
+// managedAnswer reads the emulator's answer in its managed-instances mode,
+// which names every failure in an Error-Type header. A timeout leaves the
+// environment running, as on Lambda Managed Instances (its handler runs on,
+// its runtime busy until it returns); a panic or an exit ends the whole
+// process, the emulator with it, once every handler in it has returned, and
+// fails the invokes it takes meanwhile (Runtime.ExitError).
+func (in *instance) managedAnswer(resp *http.Response, body []byte) ([]byte, error) {
+	switch errType := resp.Header.Get("Error-Type"); {
+	case errType == "Runtime.Unavailable":
+		return nil, errNoIdleRuntime
+	case errType != "":
+		if errType == "Runtime.ExitError" {
+			in.broken.Store(true) // its process is gone: the environment is ending
+		}
+		if fe := errorDocument(in.fn, body); fe != nil {
+			return nil, fe
+		}
+		return nil, &FunctionError{Function: in.fn, Type: errType, Message: string(body), Payload: body}
+	case resp.StatusCode == http.StatusOK:
+		return body, nil
+	}
+	in.broken.Store(true)
 	return nil, fmt.Errorf("localstack: invoke %s#%d: emulator answered %s: %s", in.fn, in.n, resp.Status, body)
 }
 

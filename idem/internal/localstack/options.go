@@ -62,6 +62,14 @@ type Options struct {
 	// each function runs at once. Defaults to 2.
 	Instances int
 
+	// MaxConcurrency runs every function as on Lambda Managed Instances,
+	// each environment taking up to this many invokes at once
+	// (FunctionConfig.MaxConcurrency: Linux, as root). Defaults to 0:
+	// each function as the template has it, a function on a capacity
+	// provider taking its PerExecutionEnvironmentMaxConcurrency, any other
+	// one invoke at a time.
+	MaxConcurrency int
+
 	// RetryDelay is how long an SQS record the function failed stays
 	// invisible before it is received again (Poller.RetryDelay). Negative
 	// keeps the queue's VisibilityTimeout, as Lambda does. Defaults to 0.

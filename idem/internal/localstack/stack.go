@@ -134,7 +134,16 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 			mu.Unlock()
 		})
 	}
-	functions := t.OfType(typeFunction)
+	// Only the functions the parameters create are built and run.
+	functions, err := t.Created(o.Parameters, t.OfType(typeFunction))
+	if err != nil {
+		return s, fmt.Errorf("localstack: %w", err)
+	}
+	for _, id := range t.OfType(typeFunction) {
+		if !slices.Contains(functions, id) {
+			s.logf("%s is not run: its condition %s is false", id, t.Resources[id].Condition)
+		}
+	}
 	if len(functions) > 0 {
 		wg.Go(func() {
 			path, err := buildRIE(ctx, &o)
@@ -194,17 +203,6 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	s.resources, s.Tables, s.Queues = res, res.Tables, res.Queues
 
 	// Functions, each in its emulators.
-	functions = slices.DeleteFunc(functions, func(id string) bool {
-		cond := t.Resources[id].Condition
-		if cond == "" {
-			return false
-		}
-		ok, err := res.p.r.condition(cond)
-		if err == nil && !ok {
-			s.logf("%s is not run: its condition %s is false", id, cond)
-		}
-		return err == nil && !ok
-	})
 	for _, id := range functions {
 		spec, err := s.functionSpec(id)
 		if err != nil {
@@ -221,14 +219,24 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	}
 	for _, id := range functions {
 		spec := s.Specs[id]
+		conc := spec.MaxConcurrency
+		if o.MaxConcurrency > 0 {
+			conc = o.MaxConcurrency
+		}
+		if conc > 1 {
+			if err := managedInstancesSupported(); err != nil {
+				return s, fmt.Errorf("localstack: %s with a maximum concurrency of %d: %w", id, conc, err)
+			}
+		}
 		s.Functions[id] = NewFunction(FunctionConfig{
-			Name:         id,
-			RIE:          rie,
-			Bootstrap:    bootstraps[id],
-			Env:          s.environ(spec, bootstraps[id]),
-			Timeout:      spec.Timeout,
-			MaxInstances: o.Instances,
-			Output:       o.FunctionOutput,
+			Name:           id,
+			RIE:            rie,
+			Bootstrap:      bootstraps[id],
+			Env:            s.environ(spec, bootstraps[id]),
+			Timeout:        spec.Timeout,
+			MaxInstances:   o.Instances,
+			MaxConcurrency: conc,
+			Output:         o.FunctionOutput,
 		})
 		s.Routes = append(s.Routes, spec.Routes...)
 	}
@@ -251,7 +259,8 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 				s.logf("%s: event %s is disabled in the template: not polling %s", id, src.Event, q.Name)
 				continue
 			}
-			conc := o.Instances
+			// As many batches at once as the environments take.
+			conc := o.Instances * s.Functions[id].MaxConcurrency
 			if src.MaximumConcurrency > 0 {
 				conc = min(conc, src.MaximumConcurrency)
 			}

@@ -127,6 +127,30 @@ func (t *Template) OfType(typ string) []string {
 	return ids
 }
 
+// Created returns those of ids that the template creates with params,
+// overrides of its parameters' defaults: the resources without a
+// Condition, and those whose Condition holds.
+func (t *Template) Created(params map[string]string, ids []string) ([]string, error) {
+	r, err := newResolver(t, params, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		if cond := t.Resources[id].Condition; cond != "" {
+			ok, err := r.condition(cond)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", id, err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
 // FunctionProperties returns a serverless function's properties with the
 // template's Globals applied, as SAM applies them: the function's own value
 // wins, except that maps (Environment.Variables, Tags…) are merged.
@@ -234,7 +258,9 @@ func shortForm(n *yaml.Node, v any) (any, error) {
 		}
 		return map[string]any{"Fn::GetAtt": v}, nil
 	case "Base64", "Cidr", "Equals", "FindInMap", "GetAZs", "If", "ImportValue", "Join", "Select",
-		"Split", "Sub", "Transform", "And", "Not", "Or", "Length", "ToJsonString":
+		"Split", "Sub", "Transform", "And", "Not", "Or", "Length", "ToJsonString",
+		// The Rules section's own; the local stack reads, never checks, them.
+		"Contains", "EachMemberEquals", "EachMemberIn", "RefAll", "ValueOf", "ValueOfAll":
 		return map[string]any{"Fn::" + name: v}, nil
 	}
 	return nil, fmt.Errorf("line %d: unknown tag %s", n.Line, n.Tag)

@@ -78,6 +78,46 @@ func TestParseTemplateErrors(t *testing.T) {
 	}
 }
 
+// Created: which resources a template creates, its parameters' defaults
+// overridden or not; Rules' own functions parse.
+func TestTemplateCreated(t *testing.T) {
+	tmpl, err := ParseTemplate([]byte(`
+Parameters:
+  Managed: {Type: String, Default: "false", AllowedValues: ["false", "true"]}
+  Subnets: {Type: CommaDelimitedList, Default: ""}
+Conditions:
+  On: !Equals [!Ref Managed, "true"]
+  Off: !Not [!Condition On]
+Rules:
+  Network:
+    RuleCondition: !Equals [!Ref Managed, "true"]
+    Assertions: [{Assert: !Not [!Contains [!Ref Subnets, ""]]}]
+Resources:
+  A: {Type: AWS::Serverless::Function}
+  B: {Type: AWS::Serverless::Function, Condition: Off}
+  ManagedB: {Type: AWS::Serverless::Function, Condition: On}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tmpl.OfType(typeFunction)
+	for _, tc := range []struct {
+		params map[string]string
+		want   []string
+	}{
+		{nil, []string{"A", "B"}},
+		{map[string]string{"Managed": "true"}, []string{"A", "ManagedB"}},
+	} {
+		got, err := tmpl.Created(tc.params, ids)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Created(%v): expect %v, got %v, %v", tc.params, tc.want, got, err)
+		}
+	}
+	if _, err := tmpl.Created(map[string]string{"Managed": "yes"}, ids); err == nil {
+		t.Error("Created with a value the parameter does not allow: expect an error")
+	}
+}
+
 func TestResolver(t *testing.T) {
 	tmpl, err := ParseTemplate([]byte(`
 Parameters:

@@ -17,6 +17,7 @@ type request struct {
 	Panic   bool   `json:"panic"`
 	Exit    bool   `json:"exit"`
 	SleepMS int    `json:"sleepMs"`
+	HangMS  int    `json:"hangMs"` // a sleep deaf to the deadline
 	Env     string `json:"env"`
 }
 
@@ -38,6 +39,7 @@ func main() {
 		case req.Exit:
 			os.Exit(3)
 		}
+		time.Sleep(time.Duration(req.HangMS) * time.Millisecond)
 		if req.SleepMS > 0 {
 			select {
 			case <-time.After(time.Duration(req.SleepMS) * time.Millisecond):
