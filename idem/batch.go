@@ -44,7 +44,9 @@ type BatchResult struct {
 //
 // Two messages with the same key never share a transaction: the later
 // waits for the earlier and, once the earlier's claim is known, is its
-// Duplicate (or a *KeyReuseError) without a call of its own. Messages
+// Duplicate (or a *KeyReuseError) without a call of its own; so does a
+// message whose key another delivery in this process is processing, once
+// the batch's own messages are settled. Messages
 // whose effects touch the same item go in separate transactions, sent one
 // after another.
 //
@@ -54,6 +56,18 @@ type BatchResult struct {
 func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler) []BatchResult {
 	b := &batchRun{s: s, out: make([]BatchResult, len(msgs)), known: make(map[string]Record, len(msgs))}
 	keys := make([]string, len(msgs))
+	handler := func(i int) Handler {
+		if h == nil {
+			return nil
+		}
+		return func(ctx context.Context, m Message) (Effect, error) { return h(ctx, i, m) }
+	}
+	// The keys this batch leads in this process, and the messages whose
+	// keys another delivery leads (or an earlier message of the batch):
+	// those wait for it, once this batch's own have landed, so that two
+	// batches waiting on each other's keys cannot both wait.
+	leads := make([]*landing, len(msgs))
+	var followers []following
 	var pending []*entry
 	for i, msg := range msgs {
 		id, err := s.identify(msg)
@@ -66,11 +80,14 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 			b.out[i] = BatchResult{Result: res, Err: err}
 			continue
 		}
-		var hi Handler
-		if h != nil {
-			hi = func(ctx context.Context, m Message) (Effect, error) { return h(ctx, i, m) }
+		fl, lead := s.flights.join(id.Key)
+		if !lead {
+			followers = append(followers, following{i, id, fl})
+			continue
 		}
-		rec, eff, err := s.prepare(ctx, msg, id, hi)
+		leads[i] = &landing{f: &s.flights, key: id.Key, fl: fl}
+		defer leads[i].unlessLanded()
+		rec, eff, err := s.prepare(ctx, msg, id, handler(i))
 		if err != nil {
 			b.out[i].Err = err
 			continue
@@ -101,10 +118,30 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 				*r = BatchResult{Err: err}
 			}
 		}
+		if leads[i] != nil {
+			leads[i].with(b.out[i].Result, b.out[i].Err)
+		}
+	}
+	for _, f := range followers {
+		res, err, ok := s.follow(ctx, msgs[f.i], f.id, f.fl)
+		if !ok { // its leader settled nothing: run it alone, as Process would
+			res, err = s.process(ctx, msgs[f.i], f.id, nil, handler(f.i))
+		}
+		b.out[f.i] = BatchResult{Result: res, Err: err}
+	}
+	for i, msg := range msgs {
 		s.obs.observe(ctx, msg, keys[i], b.out[i].Result, b.out[i].Err)
 	}
 	return b.out
 }
+
+// following is a message of a batch whose key another delivery leads.
+type following struct {
+	i  int
+	id Record
+	fl *flight
+}
+
 
 // entry is one message of a batch on its way to a commit.
 type entry struct {

@@ -152,6 +152,22 @@ func (s *Store) processLeased(ctx context.Context, msg Message, id Record, err e
 	if res, err, ok := s.cached(msg, id); ok {
 		return res, err
 	}
+	// A delivery of the key in flight in this process holds its lease, or
+	// is taking it: wait for it rather than fail with the lease held.
+	land, res, err, done := s.aboard(ctx, msg, id)
+	if done {
+		return res, err
+	}
+	defer land.unlessLanded()
+	res, err = s.runLeased(ctx, msg, id, h, o)
+	land.with(res, err)
+	return res, err
+}
+
+// runLeased takes a lease on id's key, runs h under it and commits its
+// effect on the lease's token.
+func (s *Store) runLeased(ctx context.Context, msg Message, id Record, h Handler, o LeaseOptions) (Result, error) {
+	key := id.Key
 	lease, res, err := s.acquire(ctx, id, o)
 	if err != nil {
 		return Result{}, err

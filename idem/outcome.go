@@ -56,8 +56,9 @@ type Result struct {
 	// the first delivery's, as they may only when Message.Fingerprint is
 	// set.
 	PayloadChanged bool
-	// Cached reports a Duplicate answered from the Store's cache
-	// (Options.CacheSize), without a call.
+	// Cached reports a Duplicate answered without a call: from the
+	// Store's cache (Options.CacheSize), or from another delivery of the
+	// message that ran at the same time in this process.
 	Cached bool
 }
 

@@ -24,6 +24,12 @@ import (
 // (perhaps committed with its answer lost; the retry is then a
 // Duplicate). A pending claim whose lease ended is committed over, in a
 // second transaction: h calls nothing out.
+//
+// Deliveries of one key at once in this process (Lambda Managed Instances
+// run several invokes in one process; a batch may carry a message twice)
+// coalesce: one runs h and commits, the others wait for its outcome and
+// are its Duplicates (Result.Cached), with no call of their own; when it
+// fails, the next one runs.
 func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, error) {
 	id, err := s.identify(msg)
 	res, err := s.process(ctx, msg, id, err, h)
@@ -31,7 +37,9 @@ func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, er
 	return res, err
 }
 
-// process is Process once msg is identified as id (or found invalid, err).
+// process is Process once msg is identified as id (or found invalid, err):
+// answered by the cache, or by another delivery of its key in flight in
+// this process, or run.
 func (s *Store) process(ctx context.Context, msg Message, id Record, err error, h Handler) (Result, error) {
 	if err != nil {
 		return Result{}, err
@@ -39,6 +47,18 @@ func (s *Store) process(ctx context.Context, msg Message, id Record, err error, 
 	if res, err, ok := s.cached(msg, id); ok {
 		return res, err
 	}
+	land, res, err, done := s.aboard(ctx, msg, id)
+	if done {
+		return res, err
+	}
+	defer land.unlessLanded()
+	res, err = s.run(ctx, msg, id, h)
+	land.with(res, err)
+	return res, err
+}
+
+// run runs h for msg and commits its effect with msg's claim.
+func (s *Store) run(ctx context.Context, msg Message, id Record, h Handler) (Result, error) {
 	rec, eff, err := s.prepare(ctx, msg, id, h)
 	if err != nil {
 		return Result{}, err

@@ -22,8 +22,9 @@ type Store struct {
 	client TransactWriteAPI
 	table  string
 	opts   Options
-	obs    observer
-	cache  *cache // nil without Options.CacheSize
+	obs     observer
+	cache   *cache // nil without Options.CacheSize
+	flights flights
 }
 
 // maxRetentionDays keeps the retention far from time.Duration's limit

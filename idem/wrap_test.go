@@ -231,30 +231,38 @@ func TestWrapAnswersAreTheStoredOnes(t *testing.T) {
 	}
 }
 
-// TestWrapLease: under WrapOptions.Lease, an event in flight returns a
-// retryable *LeaseHeldError and runs nothing.
+// TestWrapLease: under WrapOptions.Lease, an event in flight in another
+// environment returns a retryable *LeaseHeldError and runs nothing.
 func TestWrapLease(t *testing.T) {
 	e := newEnv(t)
 	type event struct{ ID string }
 	entered, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int64
-	handle, err := idem.Wrap(e.store, func(ev event) (string, error) { return ev.ID, nil },
-		func(ctx context.Context, ev event) (string, idem.Effect, error) {
-			runs.Add(1)
-			if _, ok := idem.LeaseFromContext(ctx); !ok {
-				return "", idem.Effect{}, errors.New("no lease")
-			}
-			close(entered)
-			<-release
-			return "done", idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-9", 500)}}, nil
-		}, func(o *idem.WrapOptions[event]) { o.Source, o.Lease = "events", &idem.LeaseOptions{} })
+	wrap := func(store *idem.Store) func(context.Context, event) (string, error) {
+		handle, err := idem.Wrap(store, func(ev event) (string, error) { return ev.ID, nil },
+			func(ctx context.Context, ev event) (string, idem.Effect, error) {
+				runs.Add(1)
+				if _, ok := idem.LeaseFromContext(ctx); !ok {
+					return "", idem.Effect{}, errors.New("no lease")
+				}
+				close(entered)
+				<-release
+				return "done", idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-9", 500)}}, nil
+			}, func(o *idem.WrapOptions[event]) { o.Source, o.Lease = "events", &idem.LeaseOptions{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return handle
+	}
+	elsewhere, err := idem.New(e.client, e.processed)
 	if err != nil {
 		t.Fatal(err)
 	}
+	handle, other := wrap(e.store), wrap(elsewhere)
 	first := make(chan error)
 	go func() { _, err := handle(context.Background(), event{"e-1"}); first <- err }()
 	<-entered
-	if _, err := handle(context.Background(), event{"e-1"}); !errors.Is(err, idem.ErrLeaseHeld) || !errors.Is(err, idem.ErrRetryable) {
+	if _, err := other(context.Background(), event{"e-1"}); !errors.Is(err, idem.ErrLeaseHeld) || !errors.Is(err, idem.ErrRetryable) {
 		t.Errorf("in flight: want a retryable ErrLeaseHeld, got %v", err)
 	}
 	close(release)

@@ -2,6 +2,7 @@ package sqsconsumer_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,33 +14,44 @@ import (
 )
 
 // TestLeaseFailsTheRecordInFlight: under Options.Lease, the same message
-// in two batches at once: the second meets the lease and is reported
-// failed without running its handler; its retry is a Duplicate.
+// in two batches at once: in another environment (another Store, another
+// process), the second meets the lease and is reported failed without
+// running its handler; in the same process, it waits for the first and
+// is its Duplicate. Either way the retry is a Duplicate.
 func TestLeaseFailsTheRecordInFlight(t *testing.T) {
 	e := newEnv(t)
+	elsewhere, err := idem.New(e.Client, e.Processed, func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil)) })
+	if err != nil {
+		t.Fatal(err)
+	}
 	entered, release := make(chan string, 2), make(chan struct{})
-	h := newHandler(t, e.store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
+	handle := func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		l, _ := idem.LeaseFromContext(ctx)
 		entered <- l.Key
 		<-release
 		return e.handler(rec)
-	}, func(o *sqsconsumer.Options) { o.Lease = &idem.LeaseOptions{} })
+	}
+	leased := func(o *sqsconsumer.Options) { o.Lease = &idem.LeaseOptions{} }
+	h, other := newHandler(t, e.store, handle, leased), newHandler(t, elsewhere, handle, leased)
 	rec := events.SQSMessage{MessageId: "m-1", EventSourceARN: queueARN, Body: `{"account":"acc-1","cents":100}`}
 	ev := events.SQSEvent{Records: []events.SQSMessage{rec}}
-	first := make(chan events.SQSEventResponse)
+	first, again := make(chan events.SQSEventResponse), make(chan events.SQSEventResponse)
 	go func() { resp, _ := h(context.Background(), ev); first <- resp }()
 	if key := <-entered; key != "credits#m-1" {
 		t.Errorf("the lease's key: want credits#m-1, got %q", key)
 	}
-	resp, _ := h(context.Background(), ev)
+	resp, _ := other(context.Background(), ev)
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m-1" {
-		t.Errorf("in flight: want m-1 failed, got %+v", resp)
+		t.Errorf("in flight elsewhere: want m-1 failed, got %+v", resp)
 	}
+	go func() { resp, _ := h(context.Background(), ev); again <- resp }() // in flight here: waits
 	close(release)
-	if resp := <-first; len(resp.BatchItemFailures) != 0 {
-		t.Errorf("first: want no failures, got %+v", resp)
+	for what, c := range map[string]chan events.SQSEventResponse{"first": first, "in flight here": again} {
+		if resp := <-c; len(resp.BatchItemFailures) != 0 {
+			t.Errorf("%s: want no failures, got %+v", what, resp)
+		}
 	}
-	if resp, _ := h(context.Background(), ev); len(resp.BatchItemFailures) != 0 {
+	if resp, _ := other(context.Background(), ev); len(resp.BatchItemFailures) != 0 {
 		t.Errorf("the retry: want a Duplicate, got %+v", resp)
 	}
 	if got := e.Balance(t, "acc-1"); got != 100 || len(e.runs.ids) != 1 {

@@ -1,0 +1,133 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Deliveries of one key in flight in this process at once (Lambda
+// Managed Instances run several invokes in one process; a batch may hold a
+// message twice): the first runs, the others wait for its outcome and
+// answer from it, with no handler run and no call.
+
+// flights are the keys being processed in this process.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+// flight is one key's delivery in progress. done closes when it lands;
+// rec is then the claim DynamoDB holds for the key, when known.
+type flight struct {
+	done  chan struct{}
+	rec   Record
+	known bool
+}
+
+// join returns key's flight and whether the caller leads it: a leader
+// must land it.
+func (f *flights) join(key string) (*flight, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl, ok := f.m[key]; ok {
+		return fl, false
+	}
+	if f.m == nil {
+		f.m = map[string]*flight{}
+	}
+	fl := &flight{done: make(chan struct{})}
+	f.m[key] = fl
+	return fl, true
+}
+
+// land ends the leader's flight of key with what it learnt: the claim
+// DynamoDB holds after its delivery (res, or a key reuse's stored claim),
+// if the delivery settled it. A delivery that failed leaves nothing known,
+// and its followers run on their own.
+func (f *flights) land(key string, fl *flight, res Result, err error) {
+	var kr *KeyReuseError
+	switch {
+	case err == nil && res.Record.Key != "":
+		fl.rec, fl.known = res.Record, true
+	case errors.As(err, &kr) && kr.Stored.Outcome != Pending:
+		fl.rec, fl.known = kr.Stored, true
+	}
+	f.mu.Lock()
+	delete(f.m, key)
+	f.mu.Unlock()
+	close(fl.done)
+}
+
+// wait waits for fl to land: it returns the claim its leader left, and
+// false when the leader learnt none (the caller then runs on its own), or
+// ctx's end.
+func (fl *flight) wait(ctx context.Context) (Record, bool, error) {
+	select {
+	case <-fl.done:
+		return fl.rec, fl.known, nil
+	case <-ctx.Done():
+		return Record{}, false, ctx.Err()
+	}
+}
+
+// aboard makes a delivery of id join id's flight: lead it (and land it
+// with the outcome), or wait for its leader and answer from its outcome
+// (done: res, err), as the cache answers: a Duplicate, or a key reuse,
+// with no call. A leader that settled nothing lets the follower run: it
+// then leads a flight of its own.
+func (s *Store) aboard(ctx context.Context, msg Message, id Record) (land *landing, res Result, err error, done bool) {
+	for {
+		fl, lead := s.flights.join(id.Key)
+		if lead {
+			return &landing{f: &s.flights, key: id.Key, fl: fl}, Result{}, nil, false
+		}
+		if res, err, ok := s.follow(ctx, msg, id, fl); ok {
+			return nil, res, err, true
+		}
+	}
+}
+
+// landing is a leader's duty to land its flight: with its outcome, or, if
+// the delivery never reached one (a panic past every recovery), with
+// nothing known, so that no follower waits for ever.
+type landing struct {
+	f      *flights
+	key    string
+	fl     *flight
+	landed bool
+}
+
+func (l *landing) with(res Result, err error) {
+	l.landed = true
+	l.f.land(l.key, l.fl, res, err)
+}
+
+func (l *landing) unlessLanded() {
+	if !l.landed {
+		l.with(Result{}, errNotLanded)
+	}
+}
+
+var errNotLanded = errors.New("idem: the delivery ended before its outcome")
+
+// follow waits for fl, led by another delivery of id's key, and answers
+// from its outcome (ok), or says its leader settled nothing.
+func (s *Store) follow(ctx context.Context, msg Message, id Record, fl *flight) (Result, error, bool) {
+	stored, known, err := fl.wait(ctx)
+	if err != nil {
+		return Result{}, &RetryableError{Key: id.Key, Err: err}, true
+	}
+	if !known {
+		return Result{}, nil, false
+	}
+	res, err := s.meet(id, stored)
+	if err == nil {
+		res.Cached = true
+		err = replay(msg, id.Key, res.Record)
+	}
+	if err != nil {
+		return Result{}, err, true
+	}
+	return res, nil, true
+}
