@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localstack"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 // functionTimeout is the functions' Lambda timeout under the emulator, in
@@ -39,8 +40,7 @@ func TestKilledAndTimedOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and runs them under the emulator")
 	}
-	bin := buildFunctions(t)
-	for _, tc := range []struct {
+	cases := []struct {
 		name    string
 		fn      string // "queue" or "webhook"
 		act     act
@@ -62,8 +62,12 @@ func TestKilledAndTimedOut(t *testing.T) {
 		{"webhook killed before the transaction is sent", "webhook", killBefore, 0, 1, [2]int{0, 0}, "Runtime."},
 		{"webhook killed after the commit, before the answer", "webhook", killAfter, 0, 1, [2]int{1, 1}, "Runtime."},
 		{"webhook frozen after the commit until the Lambda timeout", "webhook", freezeAfter, 0, 1, [2]int{1, 1}, "Sandbox.Timedout"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	}
+	phase := testphase.Start(t, "kill tests", "the queue and webhook functions under the emulator, the first invoke killed, frozen or held back, the event redelivered, %d cases", len(cases))
+	bin := buildFunctions(t, phase)
+	passed := 0
+	for _, tc := range cases {
+		if t.Run(tc.name, func(t *testing.T) {
 			tb := newTables(t)
 			px := newProxy(t, idemtest.Endpoint(t))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -103,8 +107,11 @@ func TestKilledAndTimedOut(t *testing.T) {
 			if n := len(tb.scan(t, tb.processed, "pk", "expiresAt")); n != tc.records {
 				t.Errorf("claims: want %d, got %d", tc.records, n)
 			}
-		})
+		}) {
+			passed++
+		}
 	}
+	phase.End("%d of %d cases: each credit applied once", passed, len(cases))
 }
 
 // creditEvent is the event a function gets and the balances it must leave:
@@ -179,7 +186,9 @@ func checkRedelivery(t *testing.T, fn string, out []byte, committed bool) {
 // binaries are the emulator and the two functions, built once per test.
 type binaries struct{ rie, queue, webhook, relay string }
 
-func buildFunctions(t *testing.T) binaries {
+// buildFunctions builds them for t, and says so in its phase: on a cold
+// build cache it is most of the phase.
+func buildFunctions(t *testing.T, phase *testphase.Phase) binaries {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
@@ -210,6 +219,7 @@ func buildFunctions(t *testing.T) binaries {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	phase.Logf("built the emulator and the queue, webhook and relay functions")
 	return b
 }
 

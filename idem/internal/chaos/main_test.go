@@ -64,6 +64,15 @@ func (tb *tables) effect(id, account string, cents int) []types.TransactWriteIte
 	}
 }
 
+// faultShare is the share of requests f is set to fault, all kinds.
+func faultShare(f *idemtest.Faults) float64 {
+	sum := 0.0
+	for _, r := range f.Rates {
+		sum += r
+	}
+	return sum
+}
+
 // scan reads a whole table into key → number attribute.
 func (tb *tables) scan(t *testing.T, table, key, number string) map[string]int {
 	t.Helper()

@@ -8,6 +8,7 @@ package testphase
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,13 +21,20 @@ type Phase struct {
 	t     testing.TB
 	name  string
 	begin time.Time
+	ended atomic.Bool
 }
 
-// Start logs the phase's name and what it is about to do.
+// Start logs the phase's name and what it is about to do. A phase whose
+// test ends without its End (a t.Fatal, a skip) is logged as stopped.
 func Start(t testing.TB, name, format string, args ...any) *Phase {
 	t.Helper()
 	p := &Phase{t: t, name: name, begin: time.Now()}
 	t.Logf("%s%s: %s…", Prefix, name, fmt.Sprintf(format, args...))
+	t.Cleanup(func() {
+		if !p.ended.Load() {
+			p.End("stopped")
+		}
+	})
 	return p
 }
 
@@ -40,11 +48,15 @@ func (p *Phase) Logf(format string, args ...any) {
 // failed: the person waiting learns it now, not when the package ends.
 func (p *Phase) End(format string, args ...any) {
 	p.t.Helper()
-	failed := ""
-	if p.t.Failed() {
-		failed = ": FAILED"
+	p.ended.Store(true)
+	outcome := ""
+	switch {
+	case p.t.Failed():
+		outcome = ": FAILED"
+	case p.t.Skipped():
+		outcome = ": skipped"
 	}
-	p.t.Logf("%s%s: %s, %v%s", Prefix, p.name, fmt.Sprintf(format, args...), p.Elapsed(), failed)
+	p.t.Logf("%s%s: %s, %v%s", Prefix, p.name, fmt.Sprintf(format, args...), p.Elapsed(), outcome)
 }
 
 // Elapsed is the time since the phase started, to a tenth of a second.

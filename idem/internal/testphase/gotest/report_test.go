@@ -130,7 +130,9 @@ func TestPhasesThroughGoTest(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(got.String()), "\n")
 	want := []string{`^…   \t\S+/phases\treplay: 20 messages…$`, `^…   \t\S+/phases\treplay: 10 of 20, \d.*s$`,
-		`^…   \t\S+/phases\treplay: 20 messages, 0 lost, \d.*s$`, `^ok  \t\S+/phases\t`}
+		`^…   \t\S+/phases\treplay: 20 messages, 0 lost, \d.*s$`,
+		`^…   \t\S+/phases\tcut short: 5 messages…$`, `^…   \t\S+/phases\tcut short: stopped, \d.*s: skipped$`,
+		`^ok  \t\S+/phases\t`}
 	if len(lines) != len(want) {
 		t.Fatalf("expect %d lines, got %q", len(want), lines)
 	}

@@ -13,3 +13,8 @@ func TestLong(t *testing.T) {
 	t.Run("half", func(t *testing.T) { p.Logf("%d of %d", 10, 20) })
 	p.End("%d messages, %d lost", 20, 0)
 }
+
+func TestStopped(t *testing.T) {
+	testphase.Start(t, "cut short", "%d messages", 5)
+	t.Skip("ended before its End")
+}
