@@ -183,18 +183,36 @@ func checkRedelivery(t *testing.T, fn string, out []byte, committed bool) {
 	}
 }
 
-// binaries are the emulator and the two functions, built once per test.
+// binaries are the emulator and the functions, built once per test
+// binary: every test runs the same ones and only reads them.
 type binaries struct{ rie, queue, webhook, relay string }
 
-// buildFunctions builds them for t, and says so in its phase: on a cold
-// build cache it is most of the phase.
+var built struct {
+	once sync.Once
+	bin  binaries
+	err  error
+}
+
+// buildFunctions builds them for the first test that needs them, and says
+// so in its phase: on a cold build cache the build is most of the phase.
 func buildFunctions(t *testing.T, phase *testphase.Phase) binaries {
 	t.Helper()
+	built.once.Do(func() {
+		if built.bin, built.err = build(filepath.Join(sharedDir, "functions")); built.err == nil {
+			phase.Logf("built the emulator and the queue, webhook and relay functions")
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+func build(dir string) (binaries, error) {
 	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
-		t.Fatal(err)
+		return binaries{}, err
 	}
-	dir := t.TempDir()
 	b := binaries{rie: filepath.Join(dir, "aws-lambda-rie"), queue: filepath.Join(dir, "queue", "bootstrap"), webhook: filepath.Join(dir, "webhook", "bootstrap"),
 		relay: filepath.Join(dir, "relay", "bootstrap")}
 	var wg sync.WaitGroup
@@ -216,11 +234,7 @@ func buildFunctions(t *testing.T, phase *testphase.Phase) binaries {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	phase.Logf("built the emulator and the queue, webhook and relay functions")
-	return b
+	return b, errors.Join(errs...)
 }
 
 // function is one fresh emulator running a function.

@@ -18,9 +18,18 @@ import (
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
+// sharedDir holds what the tests build once and share; removed after them.
+var sharedDir string
+
 func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "chaos-")
+	if err != nil {
+		panic(err)
+	}
+	sharedDir = dir
 	code := m.Run()
 	idemtest.Stop()
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
