@@ -3,7 +3,8 @@
 // package that passes and the failed tests of one that fails, and, as they
 // come, the long tests' phase lines (idem/internal/testphase), which plain
 // `go test` holds until the package ends and then drops when it passes.
-// -json runs the packages as in parallel as plain `go test` does.
+// The packages run in parallel as under plain `go test`: -json changes
+// only how their output is written.
 //
 //	gotest [-go GO] [go test flags] [packages]
 package main
