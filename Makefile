@@ -62,10 +62,14 @@ lint-template: tools
 # go.mod: a user's module graph gets nothing of it).
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
+# go test through gotest (idem/internal/testphase): go test's own lines, and
+# the long tests' phase lines as they run, which plain go test ./... shows
+# only with -v, all of every package's log, once each package has ended.
 test: moto lint-template
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) build -o bin/gotest ./idem/internal/testphase/gotest
+	bin/gotest -go $(GO) -race -count=1 ./...
 
 # Each fuzz target for a bounded time (FUZZTIME each); their seed corpora
 # (testdata/fuzz) already run in make test.

@@ -142,7 +142,6 @@ type following struct {
 	fl *flight
 }
 
-
 // entry is one message of a batch on its way to a commit.
 type entry struct {
 	i      int

@@ -33,7 +33,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	}
 	// The local tooling; the library's own shared code (such as the
 	// outbox's wire format) lives beside it under idem/internal.
-	tooling := mod + "idem/internal/{chaos,localdynamo,localstack,receipts}"
+	tooling := mod + "idem/internal/{chaos,localdynamo,localstack,receipts,testphase}"
 	for _, tc := range []struct {
 		pkg    string
 		refuse []string // import path prefixes it must not reach

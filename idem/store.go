@@ -19,9 +19,9 @@ type TransactWriteAPI interface {
 // Store claims messages in a processed-ids table and commits their effects.
 // It is safe for concurrent use; build it once, outside the Lambda handler.
 type Store struct {
-	client TransactWriteAPI
-	table  string
-	opts   Options
+	client  TransactWriteAPI
+	table   string
+	opts    Options
 	obs     observer
 	cache   *cache // nil without Options.CacheSize
 	flights flights

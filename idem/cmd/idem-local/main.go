@@ -70,7 +70,7 @@ func main() {
 		eventsDir  = flag.String("events", "events", "the events the demo replays")
 		deliveries = flag.Int("deliveries", 3, "how many times the demo delivers each message")
 		buildDir   = flag.String("build-dir", "bin/local", "where the functions and the emulator are built, and the running stack's stack.json is written")
-		quiet      = flag.Bool("quiet", false, "hide the functions' output and the per-request lines")
+		quiet      = flag.Bool("quiet", false, "hide the functions' output, the per-request lines and the line as each build starts")
 	)
 	flag.Var(params, "param", "a template parameter override, `Name=Value` (repeatable)")
 	flag.Var(bootstraps, "bootstrap", "run a prebuilt bootstrap for a function, `LogicalId=path` (repeatable)")
@@ -89,9 +89,9 @@ func main() {
 			secrets[name] = def
 		}
 	}
-	var fnOut, accessLog io.Writer = os.Stdout, os.Stderr
+	var fnOut, accessLog, progress io.Writer = os.Stdout, os.Stderr, os.Stderr
 	if *quiet {
-		fnOut, accessLog = io.Discard, io.Discard
+		fnOut, accessLog, progress = io.Discard, io.Discard, io.Discard
 	}
 	begin := time.Now()
 	fmt.Fprintln(os.Stderr, "idem-local: building the functions and starting the local servers…")
@@ -109,6 +109,7 @@ func main() {
 		o.Bootstraps = bootstraps
 		o.Secrets = secrets
 		o.Log = os.Stderr
+		o.ProgressLog = progress
 		o.FunctionOutput = fnOut
 		o.AccessLog = accessLog
 		o.BuildDir = *buildDir

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 var (
@@ -41,6 +42,8 @@ func TestChaosReplay(t *testing.T) {
 		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
 		idemtest.FaultTruncatedResponse: faultRate,
 	}}
+	phase := testphase.Start(t, "chaos replay", "%d messages through both adapters, each delivered 1 to 5 times, %.0f%% of DynamoDB requests faulted",
+		*messages, 100*faultShare(faults))
 	var counts outcomes
 	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option, quickRetries), tb.processed, func(o *idem.Options) {
 		o.Observers = []idem.Observer{idemtest.EMF(t, &counts)}
@@ -176,6 +179,7 @@ func TestChaosReplay(t *testing.T) {
 	if n := sqs.gaveUp.Load() + web.gaveUp.Load(); n > 0 {
 		t.Errorf("%d deliveries were given up after %d failures each", n, giveUp)
 	}
+	phase.End("%d messages, %d deliveries, %d DynamoDB requests faulted, %d double, %d lost", len(msgs), deliveries, faulted, double, lost)
 }
 
 // quickRetries keeps the SDK's standard retryer (3 attempts, one

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localstack"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 // functionTimeout is the functions' Lambda timeout under the emulator, in
@@ -40,8 +41,7 @@ func TestKilledAndTimedOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and runs them under the emulator")
 	}
-	bin := buildFunctions(t)
-	for _, tc := range []struct {
+	cases := []struct {
 		name    string
 		fn      string // "queue" or "webhook"
 		act     act
@@ -63,8 +63,12 @@ func TestKilledAndTimedOut(t *testing.T) {
 		{"webhook killed before the transaction is sent", "webhook", killBefore, 0, 1, [2]int{0, 0}, "Runtime."},
 		{"webhook killed after the commit, before the answer", "webhook", killAfter, 0, 1, [2]int{1, 1}, "Runtime."},
 		{"webhook frozen after the commit until the Lambda timeout", "webhook", freezeAfter, 0, 1, [2]int{1, 1}, "Sandbox.Timedout"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	}
+	phase := testphase.Start(t, "kill tests", "the queue and webhook functions under the emulator, the first invoke killed, frozen or held back, the event redelivered, %d cases", len(cases))
+	bin := buildFunctions(t, phase)
+	passed := 0
+	for _, tc := range cases {
+		if t.Run(tc.name, func(t *testing.T) {
 			tb := newTables(t)
 			px := newProxy(t, idemtest.Endpoint(t))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -104,8 +108,11 @@ func TestKilledAndTimedOut(t *testing.T) {
 			if n := len(tb.scan(t, tb.processed, "pk", "expiresAt")); n != tc.records {
 				t.Errorf("claims: want %d, got %d", tc.records, n)
 			}
-		})
+		}) {
+			passed++
+		}
 	}
+	phase.End("%d of %d cases: each credit applied once", passed, len(cases))
 }
 
 // creditEvent is the event a function gets and the balances it must leave:
@@ -177,16 +184,36 @@ func checkRedelivery(t *testing.T, fn string, out []byte, committed bool) {
 	}
 }
 
-// binaries are the emulator and the two functions, built once per test.
+// binaries are the emulator and the functions, built once per test
+// binary: every test runs the same ones and only reads them.
 type binaries struct{ rie, queue, webhook, relay string }
 
-func buildFunctions(t *testing.T) binaries {
+var built struct {
+	once sync.Once
+	bin  binaries
+	err  error
+}
+
+// buildFunctions builds them for the first test that needs them, and says
+// so in its phase: on a cold build cache the build is most of the phase.
+func buildFunctions(t *testing.T, phase *testphase.Phase) binaries {
 	t.Helper()
+	built.once.Do(func() {
+		if built.bin, built.err = build(filepath.Join(sharedDir, "functions")); built.err == nil {
+			phase.Logf("built the emulator and the queue, webhook and relay functions")
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+func build(dir string) (binaries, error) {
 	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
-		t.Fatal(err)
+		return binaries{}, err
 	}
-	dir := t.TempDir()
 	b := binaries{rie: filepath.Join(dir, "aws-lambda-rie"), queue: filepath.Join(dir, "queue", "bootstrap"), webhook: filepath.Join(dir, "webhook", "bootstrap"),
 		relay: filepath.Join(dir, "relay", "bootstrap")}
 	var wg sync.WaitGroup
@@ -208,10 +235,7 @@ func buildFunctions(t *testing.T) binaries {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return b, errors.Join(errs...)
 }
 
 // function is one fresh emulator running a function.

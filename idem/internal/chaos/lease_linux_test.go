@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localstack"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 // TestLeaseThroughTheFunctions runs the real bootstraps under the emulator
@@ -30,8 +31,7 @@ func TestLeaseThroughTheFunctions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and runs them under the emulator")
 	}
-	bin := buildFunctions(t)
-	for _, tc := range []struct {
+	cases := []struct {
 		name  string
 		fn    string
 		act   act
@@ -41,8 +41,12 @@ func TestLeaseThroughTheFunctions(t *testing.T) {
 		{"queue frozen past its timeout, its commit sent after the takeover", "queue", holdRequest, "Sandbox.Timedout"},
 		{"webhook killed after the receipt, before its commit", "webhook", killBefore, "Runtime."},
 		{"webhook frozen past its timeout, its commit sent after the takeover", "webhook", holdRequest, "Sandbox.Timedout"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	}
+	phase := testphase.Start(t, "lease through the functions", "the functions calling out under the lease, killed or frozen between the call and the commit, %d cases", len(cases))
+	bin := buildFunctions(t, phase)
+	passed := 0
+	for _, tc := range cases {
+		if t.Run(tc.name, func(t *testing.T) {
 			tb := newTables(t)
 			rs := startReceipts(t)
 			px := newProxy(t, idemtest.Endpoint(t))
@@ -97,8 +101,11 @@ func TestLeaseThroughTheFunctions(t *testing.T) {
 			if r := lastReceipt(t, tb, "acc-0"); r == "" || r != calls[0].Receipt {
 				t.Errorf("lastReceipt: want %q, got %q", calls[0].Receipt, r)
 			}
-		})
+		}) {
+			passed++
+		}
 	}
+	phase.End("%d of %d cases: one credit and one receipt each", passed, len(cases))
 }
 
 // TestLeaseReceiptsFailingAndHanging: a failing and a hanging receipts
@@ -107,9 +114,12 @@ func TestLeaseReceiptsFailingAndHanging(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and runs them under the emulator")
 	}
-	bin := buildFunctions(t)
-	for _, fn := range []string{"queue", "webhook"} {
-		t.Run(fn, func(t *testing.T) {
+	fns := []string{"queue", "webhook"}
+	phase := testphase.Start(t, "receipts failing and hanging", "the queue and webhook functions calling a failing, then a hanging receipts service")
+	bin := buildFunctions(t, phase)
+	passed := 0
+	for _, fn := range fns {
+		if t.Run(fn, func(t *testing.T) {
 			tb := newTables(t)
 			rs := startReceipts(t)
 			f := bin.function(t, fn, idemtest.Endpoint(t), tb, "RECEIPTS_URL="+rs.URL())
@@ -139,8 +149,11 @@ func TestLeaseReceiptsFailingAndHanging(t *testing.T) {
 			if got := tb.scan(t, tb.accounts, "account", "balance"); fmt.Sprint(got) != fmt.Sprint(want) || rs.Issued() != 1 {
 				t.Errorf("want %v and 1 receipt, got %v and %d", want, got, rs.Issued())
 			}
-		})
+		}) {
+			passed++
+		}
 	}
+	phase.End("%d of %d functions: nothing committed on a failed call, one receipt on the retry", passed, len(fns))
 }
 
 // TestLeaseConcurrentEnvironments: one webhook delivery sent at once to
@@ -150,7 +163,8 @@ func TestLeaseConcurrentEnvironments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and runs them under the emulator")
 	}
-	bin := buildFunctions(t)
+	phase := testphase.Start(t, "lease across environments", "one webhook sent at once to 3 environments, the receipts service slow")
+	bin := buildFunctions(t, phase)
 	tb := newTables(t)
 	rs := startReceipts(t)
 	rs.SetLatency(500 * time.Millisecond)
@@ -200,6 +214,7 @@ func TestLeaseConcurrentEnvironments(t *testing.T) {
 	if conflicts == 0 {
 		t.Error("no delivery met the lease: the test raced nothing")
 	}
+	phase.End("%d receipts call(s), %d at most in flight, %d conflicts answered 409", len(rs.Calls()), rs.MaxInFlight(), conflicts)
 }
 
 // leaseUntil is when the pending claim's lease ends.

@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/receipts"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 var leaseMessages = flag.Int("chaos.leasemessages", 400, "messages TestChaosLease sends")
@@ -45,6 +46,8 @@ func TestChaosLease(t *testing.T) {
 		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
 		idemtest.FaultTruncatedResponse: faultRate,
 	}}
+	phase := testphase.Start(t, "chaos lease", "%d messages calling out under the lease across %d environments, each delivered 1 to 4 times at once, "+
+		"%.0f%% of DynamoDB requests and %.0f%% of receipts calls faulted", *leaseMessages, leaseEnvironments, 100*faultShare(faults), 200*receiptFaultRate)
 	client := idemtest.Client(idemtest.Endpoint(t), faults.Option, quickRetries)
 	var counts outcomes
 	stores := make([]*idem.Store, leaseEnvironments)
@@ -185,6 +188,7 @@ func TestChaosLease(t *testing.T) {
 		"receipts %+v (faults %v), %d met a live lease, %d fenced, %d double effects, %d lost, %s",
 		*seed, len(msgs), deliveries, len(work), faults.Requests(), faulted, 100*float64(faulted)/float64(max(1, faults.Requests())),
 		st, byFault, heldCount.Load(), fencedN.Load(), double, lost, time.Since(start).Round(100*time.Millisecond))
+	phase.End("%d messages, %d deliveries, %d receipts issued, %d double, %d lost", len(msgs), deliveries, rs.Issued(), double, lost)
 }
 
 // receiptError is a failed receipts call.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,7 +18,28 @@ import (
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
-func TestMain(m *testing.M) { idemtest.Main(m) }
+// sharedDir holds what the tests build once and share; removed after them.
+var sharedDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "chaos-")
+	if err != nil {
+		panic(err)
+	}
+	sharedDir = dir
+	idemtest.Main(runThen{m, func() { os.RemoveAll(dir) }})
+}
+
+// runThen runs the tests, then cleans up after them.
+type runThen struct {
+	m       *testing.M
+	cleanup func()
+}
+
+func (r runThen) Run() int {
+	defer r.cleanup()
+	return r.m.Run()
+}
 
 // tables are one test's tables on the real local endpoint: the claims, the
 // accounts credited, and a ledger that counts each message's effects.
@@ -57,6 +79,15 @@ func (tb *tables) effect(id, account string, cents int) []types.TransactWriteIte
 			ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.Itoa(cents)}},
 		}},
 	}
+}
+
+// faultShare is the share of requests f is set to fault, all kinds.
+func faultShare(f *idemtest.Faults) float64 {
+	sum := 0.0
+	for _, r := range f.Rates {
+		sum += r
+	}
+	return sum
 }
 
 // scan reads a whole table into key → number attribute.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/idemkit/kit/idem/internal/testphase"
 	"io"
 	"maps"
 	"net/http"
@@ -50,7 +51,8 @@ func TestManagedInstancesOneKey(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the emulator's managed-instances mode runs the bootstrap as user 993: run as root (localstack.FunctionConfig.MaxConcurrency)")
 	}
-	bin := buildFunctions(t)
+	phase := testphase.Start(t, "managed instances", "%d deliveries of one key at once to one queue bootstrap in the emulator's managed-instances mode", deliveries)
+	bin := buildFunctions(t, phase)
 	tb := newTables(t)
 	gate := newTxGate(t, idemtest.Endpoint(t), deliveries, 200*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -123,6 +125,7 @@ func TestManagedInstancesOneKey(t *testing.T) {
 	if txs != 1 {
 		t.Errorf("want the %d concurrent deliveries of one key coalesced into 1 TransactWriteItems, got %d", deliveries, txs)
 	}
+	phase.End("balance %v, outcomes %v, %d TransactWriteItems", got, counted, txs)
 }
 
 // bootstraps are the bootstrap processes the function's emulators run,

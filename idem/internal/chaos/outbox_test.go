@@ -26,6 +26,7 @@ import (
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/internal/testphase"
 	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/outbox"
 	"github.com/idemkit/kit/idem/sqsconsumer"
@@ -65,6 +66,8 @@ func TestChaosOutbox(t *testing.T) {
 		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
 		idemtest.FaultTruncatedResponse: faultRate,
 	}}
+	phase := testphase.Start(t, "chaos outbox", "%d credits, each delivered 1 to 4 times and announced through the outbox, "+
+		"relayed and sent to the ledger in %d rounds, every hop faulted", *outboxCredits, outboxRounds)
 	faulty := idemtest.Client(idemtest.Endpoint(t), dbFaults.Option, quickRetries)
 	quiet := func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) }
 
@@ -296,17 +299,22 @@ func TestChaosOutbox(t *testing.T) {
 
 	var hop1Time, hop2Time, hop3Time time.Duration
 	for r := range outboxRounds {
-		phase := time.Now()
+		began := time.Now()
 		hop1Round(work[r])
-		hop1Time += time.Since(phase)
-		phase = time.Now()
+		hop1Time += time.Since(began)
+		began = time.Now()
 		hop2Round()
-		hop2Time += time.Since(phase)
-		phase = time.Now()
+		hop2Time += time.Since(began)
+		began = time.Now()
 		hop3Round()
-		hop3Time += time.Since(phase)
+		hop3Time += time.Since(began)
 		if t.Failed() {
 			break
+		}
+		// A line every quarter: the rounds take minutes on a busy machine.
+		if done := r + 1; done%(outboxRounds/4) == 0 && done < outboxRounds {
+			phase.Logf("round %d of %d: %d credit deliveries, %d records relayed, %d ledger deliveries",
+				done, outboxRounds, hop1.deliveries, relayed, hop3.Load())
 		}
 	}
 
@@ -356,6 +364,7 @@ func TestChaosOutbox(t *testing.T) {
 		*seed, len(msgs), deliveries, hop1.deliveries, hop1.failed, relayed, invokes, killedBefore, killedAfter, redone, reported, hop3.Load(), hop3Failed.Load(),
 		dbFaults.Requests(), dbFaults.Counts(), sqsFaults.Requests(), sqsFaults.Counts(), double, lost, time.Since(start).Round(100*time.Millisecond),
 		hop1Time.Round(100*time.Millisecond), hop2Time.Round(100*time.Millisecond), hop3Time.Round(100*time.Millisecond))
+	phase.End("%d credits, %d deliveries across the hops, %d ledger entries double, %d lost", len(msgs), deliveries, double, lost)
 }
 
 // drained says whether the queue holds no message, visible or in flight.

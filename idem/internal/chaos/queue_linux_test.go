@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 // TestQueueFunctionKeysFIFOByGroup runs the real functions/queue bootstrap
@@ -23,9 +24,8 @@ func TestQueueFunctionKeysFIFOByGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and runs them under the emulator")
 	}
-	bin := buildFunctions(t)
 	const body = `{"account":"acc-1","cents":100}`
-	for _, tc := range []struct {
+	cases := []struct {
 		name    string
 		records []events.SQSMessage
 		want    map[string]int
@@ -40,8 +40,12 @@ func TestQueueFunctionKeysFIFOByGroup(t *testing.T) {
 			fifoRecord("m-c", "C", "1", `{"account":"acc-c","cents":10}`),
 			fifoRecord("m-d", "D", "1", `{"account":"acc-d","cents":20}`),
 		}, map[string]int{"acc-c": 10, "acc-d": 20}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	}
+	phase := testphase.Start(t, "FIFO groups", "the queue function on FIFO batches, one deduplication id in two groups, %d cases, each delivered twice", len(cases))
+	bin := buildFunctions(t, phase)
+	passed := 0
+	for _, tc := range cases {
+		if t.Run(tc.name, func(t *testing.T) {
 			tb := newTables(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -68,8 +72,11 @@ func TestQueueFunctionKeysFIFOByGroup(t *testing.T) {
 			if len(claims) != 2 {
 				t.Errorf("claims: want 2, got %d", len(claims))
 			}
-		})
+		}) {
+			passed++
+		}
 	}
+	phase.End("%d of %d cases: each message credited once", passed, len(cases))
 }
 
 // TestQueueFunctionAnswerCutAfterCommit: the proxy lets one record's
@@ -83,7 +90,8 @@ func TestQueueFunctionAnswerCutAfterCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and runs them under the emulator")
 	}
-	bin := buildFunctions(t)
+	phase := testphase.Start(t, "answer cut after the commit", "the queue function, DynamoDB's answer to one record's commit cut in half, then the batch again")
+	bin := buildFunctions(t, phase)
 	tb := newTables(t)
 	px := newProxy(t, idemtest.Endpoint(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -125,6 +133,7 @@ func TestQueueFunctionAnswerCutAfterCommit(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("balances: want %v (each credit once), got %v", want, got)
 	}
+	phase.End("the cut record failed for retry, %d Duplicate on the redelivery", counted[idem.Duplicate])
 }
 
 // fifoRecord is a record of a FIFO queue's message group.

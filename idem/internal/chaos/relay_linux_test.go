@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/internal/testphase"
 	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
@@ -35,7 +36,17 @@ func TestRelayKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and runs it under the emulator")
 	}
-	bin := buildFunctions(t)
+	const credits = 5
+	cases := []struct {
+		name  string
+		act   act
+		sends int // copies of each message on the queue in the end
+	}{
+		{"killed before its send", killBefore, 1},
+		{"killed after its send, before the checkpoint", killAfter, 2},
+	}
+	phase := testphase.Start(t, "relay killed", "the relay function killed before and after its SendMessageBatch, a batch of %d credits retried, %d cases", credits, len(cases))
+	bin := buildFunctions(t, phase)
 	ctx := context.Background()
 	srv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
 	if err != nil {
@@ -44,16 +55,9 @@ func TestRelayKilled(t *testing.T) {
 	t.Cleanup(func() { srv.Stop() })
 	plain := sqs.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: idemtest.Client(idemtest.Endpoint(t)).Options().Credentials},
 		func(o *sqs.Options) { o.BaseEndpoint = aws.String(srv.Endpoint) })
-	const credits = 5
-	for _, tc := range []struct {
-		name  string
-		act   act
-		sends int // copies of each message on the queue in the end
-	}{
-		{"killed before its send", killBefore, 1},
-		{"killed after its send, before the checkpoint", killAfter, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	passed := 0
+	for _, tc := range cases {
+		if t.Run(tc.name, func(t *testing.T) {
 			tb := newTables(t)
 			idemtest.EnableStream(t, tb.client, tb.processed)
 			q, err := plain.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprint("relay-killed-", tc.act))})
@@ -163,8 +167,11 @@ func TestRelayKilled(t *testing.T) {
 			}
 			t.Logf("%s: first invoke ended %q; the retry sent every record; %d messages on the queue for %d credits; %d ledger entries",
 				tc.name, firstEnd, sum(seen), credits, idemtest.ItemCount(t, tb.client, entries))
-		})
+		}) {
+			passed++
+		}
 	}
+	phase.End("%d of %d cases: every message sent, one ledger entry per credit", passed, len(cases))
 }
 
 func sum(m map[string]int) int {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 // TestStripeRetryRenderedAfresh delivers one Stripe event twice to the
@@ -24,7 +25,8 @@ func TestStripeRetryRenderedAfresh(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the functions and runs them under the emulator")
 	}
-	bin := buildFunctions(t)
+	phase := testphase.Start(t, "Stripe retry", "one Stripe event delivered twice, rendered afresh, to two environments of the webhook function")
+	bin := buildFunctions(t, phase)
 	tb := newTables(t)
 	// The retry reaches another execution environment, a cold one, as
 	// Stripe's retry may: its answer comes from the stored claim, not from
@@ -93,6 +95,7 @@ func TestStripeRetryRenderedAfresh(t *testing.T) {
 		t.Errorf("log: want the retry logged once at INFO as a Duplicate with both digests and the requestId, got %q", changed)
 	}
 	t.Logf("metrics %v; log: %s", metrics, strings.Join(changed, "\n"))
+	phase.End("answers %d and %d, the second replayed: %d Processed, %d Duplicate", first.StatusCode, retry.StatusCode, metrics["Processed"], metrics["Duplicate"])
 }
 
 // stripeAttempt is one attempt at delivering a payment_intent.succeeded,

@@ -3,13 +3,16 @@ package localstack
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/buildinfo"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // The Lambda Runtime Interface Emulator the functions run under locally:
@@ -26,34 +29,70 @@ const (
 // build` builds it for Lambda. With BuildMethod makefile that is the same
 // Makefile target, `make build-<LogicalId> ARTIFACTS_DIR=…`, told to build
 // for this machine with LAMBDA_GOOS and LAMBDA_GOARCH; with go1.x it is
-// `go build` of the CodeUri.
-func buildFunction(ctx context.Context, o *Options, id string, props map[string]any, metadata map[string]any) (string, error) {
+// `go build` of the CodeUri. It says what it builds as it starts, and as
+// it ends its time, or that the bootstrap was up to date: a cold build
+// takes minutes.
+func (s *Stack) buildFunction(ctx context.Context, id string, props map[string]any, metadata map[string]any) (string, error) {
+	o := &s.Options
 	out := filepath.Join(o.BuildDir, id)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", fmt.Errorf("localstack: %w", err)
 	}
 	bootstrap := filepath.Join(out, "bootstrap")
-	var cmd *exec.Cmd
+	var (
+		cmd *exec.Cmd
+		how string
+	)
 	switch method := scalarString(metadata["BuildMethod"]); method {
 	case "makefile":
 		cmd = exec.CommandContext(ctx, o.Make, "--no-print-directory", "build-"+id,
 			"ARTIFACTS_DIR="+out, "LAMBDA_GOOS="+runtime.GOOS, "LAMBDA_GOARCH="+runtime.GOARCH, "GO="+o.Go)
 		cmd.Dir = codeDir(o, props)
+		how = "make build-" + id
 	case "go1.x", "":
 		cmd = exec.CommandContext(ctx, o.Go, "build", "-tags", "lambda.norpc", "-o", bootstrap, ".")
 		cmd.Dir = codeDir(o, props)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		how = "go build in " + cmd.Dir
 	default:
 		return "", fmt.Errorf("localstack: %s: BuildMethod %q: the local stack builds makefile and go1.x functions", id, method)
 	}
+	begin := time.Now()
+	s.progressf("building %s (%s)…", id, how)
+	before, _ := fileDigest(bootstrap)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("localstack: build %s: %s: %w\n%s", id, strings.Join(cmd.Args, " "), err, bytes.TrimSpace(b))
 	}
-	if _, err := os.Stat(bootstrap); err != nil {
+	after, err := fileDigest(bootstrap)
+	if err != nil {
 		return "", fmt.Errorf("localstack: build %s wrote no %s", id, bootstrap)
+	}
+	if after == before {
+		s.logf("%s is up to date (%v)", id, since(begin))
+	} else {
+		s.logf("built %s in %v", id, since(begin))
 	}
 	return bootstrap, nil
 }
+
+// fileDigest is the SHA-256 of a file's bytes: go build writes the
+// bootstrap again when nothing changed, so its time cannot tell.
+func fileDigest(path string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	f, err := os.Open(path)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
+	}
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
 
 // codeDir is a function's CodeUri, relative to the template's directory.
 func codeDir(o *Options, props map[string]any) string {
@@ -68,12 +107,23 @@ func codeDir(o *Options, props map[string]any) string {
 }
 
 // buildRIE is Options.RIE, or the emulator BuildRIE builds into the build
-// directory.
-func buildRIE(ctx context.Context, o *Options) (string, error) {
+// directory, said as its functions' builds are.
+func (s *Stack) buildRIE(ctx context.Context) (string, error) {
+	o := &s.Options
 	if o.RIE != "" {
 		return o.RIE, nil
 	}
-	return BuildRIE(ctx, o.Go, o.BuildDir)
+	if path := filepath.Join(o.BuildDir, "aws-lambda-rie"); rieBuilt(path) {
+		s.logf("the Lambda Runtime Interface Emulator is up to date (%s)", path)
+		return path, nil
+	}
+	begin := time.Now()
+	s.progressf("building the Lambda Runtime Interface Emulator (go install %s@%s)…", RIEPackage, RIEVersion)
+	path, err := BuildRIE(ctx, o.Go, o.BuildDir)
+	if err == nil {
+		s.logf("built the Lambda Runtime Interface Emulator in %v", since(begin))
+	}
+	return path, err
 }
 
 // BuildRIE builds the emulator, RIEPackage at RIEVersion, for this machine

@@ -5,6 +5,8 @@ import (
 	"debug/buildinfo"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +75,30 @@ func TestInstallFlags(t *testing.T) {
 				t.Errorf("installFlags(%q): expect %q, got %q", tc.in, tc.want, got)
 			}
 		})
+	}
+}
+
+// A build says what it builds as it starts, and as it ends that it built
+// or that nothing had changed; the start alone goes to ProgressLog.
+func TestBuildFunctionSaysSo(t *testing.T) {
+	o := Options{Template: "template.yaml", BuildDir: t.TempDir()}
+	if err := o.setDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	props := map[string]any{"CodeUri": "testdata/echo"}
+	wantProgress := "localstack: building echo (go build in " + filepath.Join(filepath.Dir(o.Template), "testdata", "echo") + ")…\n"
+	for _, want := range []string{`^localstack: built echo in \S+\n$`, `^localstack: echo is up to date \(\S+\)\n$`} {
+		var log, progress strings.Builder
+		s := &Stack{Options: o}
+		s.Options.Log, s.Options.ProgressLog = &log, &progress
+		if _, err := s.buildFunction(context.Background(), "echo", props, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := log.String(); !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("log: expect %s, got %q", want, got)
+		}
+		if got := progress.String(); got != wantProgress {
+			t.Errorf("progress: expect %q, got %q", wantProgress, got)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 // e2eBootstraps, when set, runs prebuilt functions instead of building the
@@ -36,7 +37,7 @@ func TestStackEndToEnd(t *testing.T) {
 	const webhookSecret, stripeSecret = "e2e-webhook-secret", "whsec_e2e"
 	var out syncBuffer
 	ctx := context.Background()
-	begin := time.Now()
+	phase := testphase.Start(t, "local stack end to end", "template.yaml's functions built and run under the emulator, its tables and queues on local servers")
 	stack, err := Start(ctx, func(o *Options) {
 		o.Template = "../../../template.yaml"
 		o.StackName = "e2e"
@@ -53,7 +54,7 @@ func TestStackEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, out.String())
 	}
-	t.Logf("stack started in %v (builds included)", time.Since(begin).Round(time.Millisecond))
+	phase.Logf("started (builds included)")
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -64,8 +65,15 @@ func TestStackEndToEnd(t *testing.T) {
 		}
 	})
 	accounts := stack.Tables["AccountsTable"].Name
+	checks, passed := 0, 0
+	run := func(name string, f func(t *testing.T)) {
+		checks++
+		if t.Run(name, f) {
+			passed++
+		}
+	}
 
-	t.Run("webhook credits delivered six times credit once", func(t *testing.T) {
+	run("webhook credits delivered six times credit once", func(t *testing.T) {
 		body := `{"id":"evt_e2e_web","account":"acc-web","cents":500}`
 		sig := idemtest.HMACSignature(webhookSecret, []byte(body))
 		deliver := func() (int, string) {
@@ -118,7 +126,7 @@ func TestStackEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("stripe event delivered three times credits once", func(t *testing.T) {
+	run("stripe event delivered three times credits once", func(t *testing.T) {
 		body := `{"id":"evt_e2e_stripe","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_e2e","object":"payment_intent","amount":2500,"amount_received":2500,"currency":"usd","status":"succeeded","metadata":{"account":"acc-stripe"}}}}`
 		for range 3 {
 			code, b := post(t, stack.APIURL+"/webhooks/stripe", body, map[string]string{
@@ -137,7 +145,7 @@ func TestStackEndToEnd(t *testing.T) {
 	dlq := stack.Queues["CreditsDeadLetterQueue"]
 	client := stack.SQS()
 
-	t.Run("queue message sent four times credits once", func(t *testing.T) {
+	run("queue message sent four times credits once", func(t *testing.T) {
 		body := `{"id":"evt_e2e_sqs","account":"acc-sqs","cents":700}`
 		for i := range 4 {
 			in := &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String(body)}
@@ -156,7 +164,7 @@ func TestStackEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("malformed message lands in the dead-letter queue", func(t *testing.T) {
+	run("malformed message lands in the dead-letter queue", func(t *testing.T) {
 		const body = `{"id":"evt_e2e_bad","account":`
 		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue.URL), MessageBody: aws.String(body)}); err != nil {
 			t.Fatal(err)
@@ -185,7 +193,7 @@ func TestStackEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("the functions get the receipts service", func(t *testing.T) {
+	run("the functions get the receipts service", func(t *testing.T) {
 		if stack.Receipts == nil {
 			t.Fatalf("expect a receipts service: template.yaml declares %s", receiptsEnv)
 		}
@@ -218,7 +226,7 @@ func TestStackEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("the ledger has one entry per credit", func(t *testing.T) {
+	run("the ledger has one entry per credit", func(t *testing.T) {
 		// Each credit above announced itself through the outbox: the relay,
 		// on the claims table's stream, sent it to the ledger queue, and
 		// the ledger function wrote one entry, however often the credit and
@@ -254,7 +262,7 @@ func TestStackEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("stop ends every process and frees the ports", func(t *testing.T) {
+	run("stop ends every process and frees the ports", func(t *testing.T) {
 		pids := stack.PIDs()
 		if len(pids) < 4 { // two servers, at least one emulator per function
 			t.Errorf("expect at least 4 processes, got %v", pids)
@@ -277,6 +285,7 @@ func TestStackEndToEnd(t *testing.T) {
 			}
 		}
 	})
+	phase.End("%d of %d checks passed", passed, checks)
 }
 
 func post(t *testing.T, url, body string, headers map[string]string) (int, string) {

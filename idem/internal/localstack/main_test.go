@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/internal/testphase"
 )
 
 // Things the tests share, built or started once per test binary.
@@ -58,10 +59,9 @@ func (r runThen) Run() int {
 func testRIE(t *testing.T) string {
 	t.Helper()
 	shared.rieOnce.Do(func() {
-		o := &Options{Template: "../../../template.yaml", BuildDir: shared.dir}
-		if shared.rieErr = o.setDefaults(); shared.rieErr == nil {
-			shared.rie, shared.rieErr = buildRIE(context.Background(), o)
-		}
+		phase := testphase.Start(t, "emulator", "building the Lambda Runtime Interface Emulator (go install %s@%s)", RIEPackage, RIEVersion)
+		shared.rie, shared.rieErr = BuildRIE(context.Background(), "", shared.dir)
+		phase.End("built")
 	})
 	if shared.rieErr != nil {
 		t.Fatal(shared.rieErr)

@@ -106,6 +106,11 @@ type Options struct {
 	// Log receives the stack's own lines. Defaults to os.Stderr.
 	Log io.Writer
 
+	// ProgressLog receives a line as each build and each local server
+	// starts, for a person waiting on a cold build; the line as each ends,
+	// with its time, goes to Log. Defaults to Log.
+	ProgressLog io.Writer
+
 	// FunctionOutput receives the functions' output, each line prefixed
 	// with the function and its environment. Defaults to Log.
 	FunctionOutput io.Writer
@@ -175,6 +180,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Log == nil {
 		o.Log = os.Stderr
+	}
+	if o.ProgressLog == nil {
+		o.ProgressLog = o.Log
 	}
 	if o.FunctionOutput == nil {
 		o.FunctionOutput = o.Log

@@ -112,11 +112,14 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	serverOpts := func(so *localdynamo.Options) { so.Log = o.ServerLog }
 	if o.DynamoDBEndpoint == "" {
 		wg.Go(func() {
+			begin := time.Now()
+			s.progressf("starting DynamoDB (idem/localdynamo)…")
 			srv, err := localdynamo.Start(ctx, serverOpts, func(so *localdynamo.Options) { so.TTLSweepInterval = o.TTLSweepInterval })
 			if err != nil {
 				fail(err)
 				return
 			}
+			s.logf("DynamoDB (idem/localdynamo, pid %d) on %s, TTL sweep %s, up in %v", srv.PID(), srv.Endpoint, sweepText(o.TTLSweepInterval), since(begin))
 			mu.Lock()
 			s.dynamo = srv
 			mu.Unlock()
@@ -124,11 +127,14 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	}
 	if o.SQSEndpoint == "" && len(t.OfType(typeQueue)) > 0 {
 		wg.Go(func() {
+			begin := time.Now()
+			s.progressf("starting SQS (moto)…")
 			srv, err := localdynamo.StartSQS(ctx, serverOpts)
 			if err != nil {
 				fail(err)
 				return
 			}
+			s.logf("SQS (moto, pid %d) on %s, up in %v", srv.PID(), srv.Endpoint, since(begin))
 			mu.Lock()
 			s.sqsSrv = srv
 			mu.Unlock()
@@ -146,7 +152,7 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	}
 	if len(functions) > 0 {
 		wg.Go(func() {
-			path, err := buildRIE(ctx, &o)
+			path, err := s.buildRIE(ctx)
 			if err != nil {
 				fail(err)
 				return
@@ -162,7 +168,7 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 			continue
 		}
 		wg.Go(func() {
-			path, err := buildFunction(ctx, &o, id, t.FunctionProperties(id), t.Resources[id].Metadata)
+			path, err := s.buildFunction(ctx, id, t.FunctionProperties(id), t.Resources[id].Metadata)
 			if err != nil {
 				fail(err)
 				return
@@ -179,13 +185,11 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	s.DynamoDBEndpoint, s.SQSEndpoint = o.DynamoDBEndpoint, o.SQSEndpoint
 	if s.dynamo != nil {
 		s.DynamoDBEndpoint = s.dynamo.Endpoint
-		s.logf("DynamoDB (idem/localdynamo, pid %d) on %s, TTL sweep %s", s.dynamo.PID(), s.DynamoDBEndpoint, sweepText(o.TTLSweepInterval))
 	} else {
 		s.logf("DynamoDB: %s", s.DynamoDBEndpoint)
 	}
 	if s.sqsSrv != nil {
 		s.SQSEndpoint = s.sqsSrv.Endpoint
-		s.logf("SQS (moto, pid %d) on %s", s.sqsSrv.PID(), s.SQSEndpoint)
 	} else if s.SQSEndpoint != "" {
 		s.logf("SQS: %s", s.SQSEndpoint)
 	}
@@ -371,6 +375,10 @@ func (s *Stack) Stop() {
 }
 
 func (s *Stack) logf(format string, args ...any) { s.printf(s.Options.Log, format, args...) }
+
+func (s *Stack) progressf(format string, args ...any) {
+	s.printf(s.Options.ProgressLog, format, args...)
+}
 
 func (s *Stack) accessf(format string, args ...any) { s.printf(s.Options.AccessLog, format, args...) }
 
