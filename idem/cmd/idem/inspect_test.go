@@ -136,14 +136,14 @@ func TestInspect(t *testing.T) {
 		{"raw key", []string{"-key", "credits#evt_1"}, []string{"Processed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, _ := f.mustRun(exitOK, append([]string{"inspect"}, tc.args...)...)
+			out, _ := f.mustRun(t, exitOK, append([]string{"inspect"}, tc.args...)...)
 			contains(t, "inspect", out, tc.want...)
 			t.Logf("idem inspect %s\n%s", strings.Join(tc.args, " "), out)
 		})
 	}
 
 	t.Run("json", func(t *testing.T) {
-		out, _ := f.mustRun(exitOK, "inspect", "-queue", "credits", "-message-attribute", "IdempotencyKey=evt_1", "-json")
+		out, _ := f.mustRun(t, exitOK, "inspect", "-queue", "credits", "-message-attribute", "IdempotencyKey=evt_1", "-json")
 		var v claimView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("%v in %s", err, out)
@@ -158,14 +158,14 @@ func TestInspect(t *testing.T) {
 			}
 		}
 		t.Logf("idem inspect ... -json\n%s", out)
-		out, _ = f.mustRun(exitOK, "inspect", "-route", "POST /charges", "-idempotency-key", "K-1", "-json")
+		out, _ = f.mustRun(t, exitOK, "inspect", "-route", "POST /charges", "-idempotency-key", "K-1", "-json")
 		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Answer.Webhook == nil || v.Answer.Webhook.Status != 201 || v.Answer.Webhook.Body != `{"charge":"K-1"}` {
 			t.Fatalf("webhook answer: %v %s", err, out)
 		}
 	})
 
 	t.Run("missing", func(t *testing.T) {
-		out, errOut := f.mustRun(exitFail, "inspect", "-source", "credits", "-id", "evt_404")
+		out, errOut := f.mustRun(t, exitFail, "inspect", "-source", "credits", "-id", "evt_404")
 		contains(t, "stderr", errOut, `no claim under "credits#evt_404"`, "check -prefix, -scope and the Source")
 		if out != "" {
 			t.Errorf("expect nothing on stdout, got %s", out)
@@ -174,7 +174,7 @@ func TestInspect(t *testing.T) {
 
 	t.Run("an outbox item's key", func(t *testing.T) {
 		key := fmt.Sprintf("#outbox#%s", sent["credits#evt_1"][0])
-		_, errOut := f.mustRun(exitFail, "inspect", "-key", key)
+		_, errOut := f.mustRun(t, exitFail, "inspect", "-key", key)
 		contains(t, "stderr", errOut, "outbox item, not a claim")
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -67,9 +68,11 @@ func (e *env) list(ctx context.Context, o listOptions) error {
 		return fmt.Errorf("DescribeTable %s: %w", e.claims.table, err)
 	}
 	items, size := aws.ToInt64(d.Table.ItemCount), aws.ToInt64(d.Table.TableSizeBytes)
-	rcu := float64(size) / 4096 / 2
-	fmt.Fprintf(e.stderr, "list: a Scan reads all of %s: about %d items, %s, so about %.0f read capacity units (eventually consistent: 4 KB per unit, halved; DynamoDB updates these figures about every six hours)\n",
-		e.claims.table, items, bytesText(size), rcu)
+	// A Scan is charged by the size it reads, 4 KB a unit, halved for an
+	// eventually consistent read; and at least one page's half unit.
+	rcu := max(float64(size)/4096/2, 0.5)
+	fmt.Fprintf(e.stderr, "list: a Scan reads all of %s: about %d items, %s, so about %s read capacity units (eventually consistent: 4 KB per unit, halved; DynamoDB updates these figures about every six hours)\n",
+		e.claims.table, items, bytesText(size), strconv.FormatFloat(math.Round(rcu*10)/10, 'f', -1, 64))
 	if rcu > o.maxRCU && !o.yes {
 		return failf("the estimate exceeds -max-rcu %.0f: nothing was read; pass --yes to scan anyway, or narrow it with -limit", o.maxRCU)
 	}

@@ -90,19 +90,19 @@ func (f *fixture) sqsClient() *sqs.Client {
 }
 
 // run runs the command with the table, as a user types it.
-func (f *fixture) run(args ...string) (stdout, stderr string, code int) {
-	f.t.Helper()
+func (f *fixture) run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	code = run(context.Background(), append([]string{"-table", f.Processed}, args...), &out, &errb)
 	return out.String(), errb.String(), code
 }
 
 // mustRun is run, failing the test unless the exit code is want.
-func (f *fixture) mustRun(want int, args ...string) (stdout, stderr string) {
-	f.t.Helper()
-	stdout, stderr, code := f.run(args...)
+func (f *fixture) mustRun(t *testing.T, want int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, code := f.run(t, args...)
 	if code != want {
-		f.t.Fatalf("idem %s: expect exit %d, got %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), want, code, stdout, stderr)
+		t.Fatalf("idem %s: expect exit %d, got %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), want, code, stdout, stderr)
 	}
 	return stdout, stderr
 }
