@@ -138,7 +138,9 @@ func consequences(v claimView, now time.Time) []string {
 	case l != nil:
 		n = append(n, "The handler may have called another service with the claim key as its Idempotency-Key before it failed or timed out. A new claim starts the claim's time over, and with it the kit's check that those services still honour the key (LeaseOptions.KeyLifetime, 24h by default): a service that has forgotten the key performs the call again.")
 	}
-	n = append(n, fmt.Sprintf("Warm caches: an environment whose Store has Options.CacheSize (the reference functions keep 1,000 claims) and saw this claim answers its redeliveries Duplicate from memory, without reading the table, until the claim would have expired (%s) or the environment is recycled. To have it processed again at once, recycle the environments (update the function's configuration) after forgetting.", v.ExpiresAt.Format(time.RFC3339)))
+	if v.Outcome != string(idem.Pending) && !v.Expired { // a cache keeps committed claims, until they expire
+		n = append(n, fmt.Sprintf("Warm caches: an environment whose Store has Options.CacheSize (the reference functions keep 1,000 claims) and saw this claim answers its redeliveries Duplicate from memory, without reading the table, until the claim would have expired (%s) or the environment is recycled. To have it processed again at once, recycle the environments (update the function's configuration) after forgetting.", v.ExpiresAt.Format(time.RFC3339)))
+	}
 	switch {
 	case len(v.Outbox) > 0:
 		n = append(n, fmt.Sprintf("Outbox: the effect sent %d message(s) through the outbox (listed above); the relay has sent them or is sending them, and forgetting does not unsend them. A reprocess sends its messages under new ids (they name the new claim's time), which their consumers take as new messages.", len(v.Outbox)))
