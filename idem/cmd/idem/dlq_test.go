@@ -144,7 +144,7 @@ func TestDLQ(t *testing.T) {
 	q.put(t, `{"cents":5}`, key("p1"), "", "")
 	q.put(t, `{"cents":6}`, nil, "", "")
 	want := map[string]string{"a1": classApplied, "a2": classApplied, "n1": classNever, "n2": classNever, "p1": classPending}
-	dlqArgs := []string{"dlq", "-queue", q.dlq, "-key-func", "attribute", "-hold", "5s"}
+	dlqArgs := []string{"dlq", "-queue", q.dlq, "-key-func", "attribute", "-hold", "30s"}
 
 	unchanged := func(t *testing.T, dlqVisible int) {
 		t.Helper()
@@ -189,6 +189,12 @@ func TestDLQ(t *testing.T) {
 			}
 		}
 		t.Logf("idem dlq ... -json\n%s", out)
+		unchanged(t, 7)
+	})
+
+	t.Run("-max", func(t *testing.T) {
+		out, _ := f.mustRun(t, exitOK, append(dlqArgs, "-max", "2")...)
+		contains(t, "-max 2", out, "2 message(s) read", "that is -max: more may wait")
 		unchanged(t, 7)
 	})
 

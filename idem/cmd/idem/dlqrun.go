@@ -61,6 +61,7 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 		fmt.Fprintf(e.stderr, "dlq: warning: %s has a redrive policy of its own (%s): reading it counts receives toward it\n", dlq.name, dlq.redrivePolicy)
 	}
 
+	readAt := time.Now()
 	msgs, err := e.read(ctx, dlq, o)
 	// However the run ends, what it still holds becomes visible again,
 	// even after a Ctrl-C.
@@ -83,6 +84,11 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 		}
 	}
 	if o.yes {
+		// A receipt handle is good only while its message stays hidden: past
+		// the hold, a copy could be sent and its original not deleted.
+		if time.Since(readAt) > o.hold*9/10 {
+			return failf("reading and classifying took %v, near the -hold (%v): nothing sent or deleted; run again with a longer -hold or a smaller -max", time.Since(readAt).Round(time.Second), o.hold)
+		}
 		e.act(ctx, o, dlq, src, msgs)
 	}
 	restore()
@@ -180,6 +186,9 @@ func summarize(w io.Writer, o dlqOptions, dlq, src *queue, msgs []*dlqMessage) {
 		dest = src.url
 	}
 	fmt.Fprintf(w, "\n%d message(s) read from %s:\n", len(msgs), dlq.name)
+	if len(msgs) == o.max {
+		fmt.Fprintf(w, "  (that is -max: more may wait; act on these, then run again)\n")
+	}
 	for _, c := range []struct{ class, advice string }{
 		{classApplied, "their effect is committed: delete them (-delete-applied --yes)"},
 		{classNever, "nothing of theirs is committed: send them back (-redrive --yes sends them to " + dest + ", then deletes them here)"},

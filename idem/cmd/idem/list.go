@@ -89,7 +89,7 @@ func (e *env) list(ctx context.Context, o listOptions) error {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			progress.done()
-			return fmt.Errorf("Scan %s: %w", e.claims.table, err)
+			return fmt.Errorf("scanning %s: %w", e.claims.table, err)
 		}
 		scanned += int(page.ScannedCount)
 		for _, it := range page.Items {
