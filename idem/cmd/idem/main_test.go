@@ -52,9 +52,9 @@ type fixture struct {
 	t *testing.T
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T, optFns ...func(*idem.Options)) *fixture {
 	t.Helper()
-	te := idemtest.NewEnv(t)
+	te := idemtest.NewEnv(t, optFns...)
 	none := filepath.Join(t.TempDir(), "none")
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL_DYNAMODB":   idemtest.Endpoint(t),
