@@ -120,7 +120,12 @@ func (e *env) sourceQueue(ctx context.Context, o dlqOptions, dlq *queue) (*queue
 		return q, "-source-queue", err
 	}
 	out, err := e.sqs.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq.url)})
-	if err != nil {
+	switch {
+	case err != nil && !o.redrive && o.source != "":
+		// Not needed to classify when -source names the claims' Source.
+		fmt.Fprintf(e.stderr, "dlq: the source queue is unknown (ListDeadLetterSourceQueues: %v); classifying by -source %q\n", err, o.source)
+		return nil, "", nil
+	case err != nil:
 		return nil, "", fmt.Errorf("ListDeadLetterSourceQueues %s: %w", dlq.url, err)
 	}
 	if len(out.QueueUrls) != 1 {

@@ -93,14 +93,14 @@ func (e *env) forget(ctx context.Context, t target, force, yes, asJSON bool) err
 		if !isCode(err, "ConditionalCheckFailedException") {
 			return fmt.Errorf("DeleteItem %s: %w", t.key, err)
 		}
-		now := "gone"
+		state := "gone"
 		if cur, gerr := e.claims.get(ctx, t.key); gerr == nil && cur != nil {
-			now = fmt.Sprintf("%s, claimed at %s", cur.Outcome, cur.ClaimedAt.UTC().Format(time.RFC3339Nano))
+			state = fmt.Sprintf("%s, claimed at %s", cur.Outcome, cur.ClaimedAt.UTC().Format(time.RFC3339Nano))
 		}
 		if err := out(); err != nil {
 			return err
 		}
-		return failf("the claim changed after it was read (now: %s): nothing deleted; run forget again to see it as it is", now)
+		return failf("the claim changed after it was read (now: %s): nothing deleted; run forget again to see it as it is", state)
 	}
 	r.Deleted = true
 	if err := out(); err != nil {

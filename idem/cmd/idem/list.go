@@ -220,11 +220,12 @@ func bytesText(n int64) string {
 }
 
 // progress is a line on stderr that a terminal rewrites in place; other
-// writers get one line per update.
+// writers (a log) get a line a second at most, and the last one.
 type progress struct {
-	w    io.Writer
-	tty  bool
-	used bool
+	w       io.Writer
+	tty     bool
+	last    time.Time
+	pending string // the latest update, not yet written
 }
 
 func newProgress(w io.Writer) *progress {
@@ -239,16 +240,27 @@ func newProgress(w io.Writer) *progress {
 }
 
 func (p *progress) printf(format string, a ...any) {
-	p.used = true
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K"+format, a...)
+	p.pending = fmt.Sprintf(format, a...)
+	if time.Since(p.last) >= time.Second {
+		p.flush()
+	}
+}
+
+func (p *progress) flush() {
+	if p.pending == "" {
 		return
 	}
-	fmt.Fprintf(p.w, format+"\n", a...)
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K"+p.pending)
+	} else {
+		fmt.Fprintln(p.w, p.pending)
+	}
+	p.pending, p.last = "", time.Now()
 }
 
 func (p *progress) done() {
-	if p.tty && p.used {
+	p.flush()
+	if p.tty && !p.last.IsZero() {
 		fmt.Fprintln(p.w)
 	}
 }
