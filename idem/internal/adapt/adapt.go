@@ -25,6 +25,7 @@ type hooks interface {
 	Recover(key, callback string, fn func() error) error
 	ClaimKey(s *idem.Store, msg idem.Message) string
 	Decode(s *idem.Store, item map[string]types.AttributeValue) idem.Record
+	OutboxKey(s *idem.Store, id string) string
 }
 
 func kit() hooks { return hook.Idem.(hooks) }
@@ -103,3 +104,7 @@ func ClaimKey(s *idem.Store, msg idem.Message) string { return kit().ClaimKey(s,
 func Decode(s *idem.Store, item map[string]types.AttributeValue) idem.Record {
 	return kit().Decode(s, item)
 }
+
+// OutboxKey is the partition key value of the outbox item whose id is id
+// (wire.ID), for commands that look up the messages a claim sent.
+func OutboxKey(s *idem.Store, id string) string { return kit().OutboxKey(s, id) }
