@@ -57,6 +57,22 @@
 //
 // The pattern: https://docs.aws.amazon.com/prescriptive-guidance/latest/cloud-design-patterns/idempotent-consumer.html
 //
+// # A delivery's way
+//
+//	sender                         your function                     DynamoDB
+//	delivery #1 of evt_001  ────▶  handler describes the effect
+//	                               idem: one TransactWriteItems ──▶  Put claim credits#evt_001, if absent or expired
+//	                                                                 Update accounts acc-9 ADD balance 500
+//	                                                                 ── both commit ──
+//	        ◀── the handler's answer, stored with the claim
+//
+//	delivery #2 of evt_001  ────▶  the same transaction ──────────▶  the claim's condition fails: all cancelled,
+//	(retry, redrive, replay)                                         the old claim returned (ALL_OLD)
+//	        ◀── the first answer, replayed; nothing applied
+//
+//	evt_001, another payload ───▶  the same transaction ──────────▶  cancelled; the old claim's fingerprint differs:
+//	        ◀── KeyReuse: refused (a 422, a failed record)
+//
 // # Effects
 //
 // A handler runs for every delivery, and the claim decides which one
