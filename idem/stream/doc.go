@@ -17,8 +17,8 @@
 // process) or, for a record after the first, the Lambda deadline within
 // Options.DeadlineMargin (idem.ErrDeadline). The first record always
 // starts, so a function timeout under the margin cannot stall the shard.
-// aws-lambda-go's own event and response types are used throughout, for
-// Kinesis too (Kinesis).
+// Kinesis does the same for Kinesis batches; aws-lambda-go's own event and
+// response types are used throughout.
 //
 // # Effects once: Claimed
 //
