@@ -44,8 +44,8 @@ type Options struct {
 	// items, for a relay on its stream. It has the processed-ids table's
 	// key schema (Attributes.Key and SortKey) and TTL attribute
 	// (Attributes.ExpiresAt). Defaults to the processed-ids table: its
-	// stream's event source mapping then passes only the items whose
-	// OutboxKindAttr is OutboxKind.
+	// stream's event source mapping then passes only the outbox items
+	// (idem/outbox's FilterPattern).
 	OutboxTable string
 
 	// OutboxRetention is how long an outbox item is kept before TTL
@@ -85,9 +85,9 @@ type Options struct {
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 
-	// Logger receives one record per outcome: Processed at DEBUG, Duplicate,
-	// Rejected and Refused at INFO, KeyReuse and Failed at WARN. Defaults to
-	// slog.Default().
+	// Logger receives one record per outcome: Processed at DEBUG;
+	// Duplicate, Rejected, Refused and InFlight at INFO; KeyReuse, Failed
+	// and Fenced at WARN. Defaults to slog.Default().
 	Logger *slog.Logger
 
 	// Observers are told of every outcome, once, after the Logger's

@@ -11,9 +11,15 @@
 // It is a package of its own so that the core knows no metrics format:
 // idem reports each outcome to its Observers, and this is one of them.
 //
+// The metric's name is the outcome (Processed, Duplicate, Rejected,
+// KeyReuse, Failed, Refused, InFlight, Fenced), its value 1, so an alarm
+// sums it per Source: the reference template alarms on each source's
+// duplicate rate and on any Failed or KeyReuse.
+//
 // The lines carry no "level", which Lambda's JSON log format reads as
 // INFO: keep the function's ApplicationLogLevel at INFO or below, or
-// Lambda drops them (and the alarms built on them go quiet).
+// Lambda drops them (and the alarms built on them go quiet). The
+// reference template pins it to INFO, and its test refuses anything above.
 //
 // The format: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
 package emf

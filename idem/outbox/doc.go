@@ -53,5 +53,27 @@
 // table (idem.Options.OutboxTable's default), FilterCriteria that pass
 // only outbox items ([FilterPattern]). Items expire by TTL after
 // idem.Options.OutboxRetention, by which time the stream has dropped
-// their records.
+// their records. The reference template (template.yaml) wires all of it:
+// the processed-ids table's stream, RelayFunction with a role of its own
+// (read on that one stream, send on the ledger queue and the on-failure
+// queue only), alarms on the relay's iterator age and errors, and
+// LedgerFunction, an idem/sqsconsumer consumer writing one ledger item per
+// message.
+//
+// # Upgrading
+//
+// From the previous release:
+//
+//   - A batch's calls go out concurrently, up to Options.Concurrency; 1
+//     sends them one after another, as before.
+//   - Outgoing messages' ids name the claim that committed them (see
+//     idem's doc); outbox items written before the upgrade keep the id
+//     stored in them, and the relay sends them under it.
+//   - An EventBridge message's detail may not hold a top-level field that
+//     a Go decoder takes for "idempotencyKey" (IdempotencyKey,
+//     IDEMPOTENCYKEY, …), which would shadow the relayed key: it is refused
+//     before the commit. An item written before the upgrade with such a
+//     field is failed by the relay, logged at ERROR, to go to the
+//     on-failure destination, instead of reaching a consumer that would
+//     read it under the wrong key.
 package outbox

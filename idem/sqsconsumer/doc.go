@@ -3,8 +3,10 @@
 // exactly the records to retry.
 //
 // A Handler reads one record and describes its effect; JSONHandler decodes
-// the body into a Go value first, and a body that does not decode fails
-// that record alone, with the decoder's reason logged:
+// the body into a Go value with encoding/json first, and a body that is not
+// one JSON value in valid UTF-8, or does not decode, fails that record
+// alone, with the decoder's reason logged. For a raw body pass a plain
+// Handler:
 //
 //	type credit struct {
 //		Account string `json:"account"`
@@ -60,7 +62,11 @@
 //     producer that sends the message again gets a new one, so it dedupes
 //     redeliveries only, not re-sends.
 //
-// Keys are scoped by the queue's name unless the Store sets a Scope.
+// An IdempotencyKey attribute that is present but not a non-empty String
+// fails the record rather than fall back to another key. Keys are scoped
+// by the queue's name (also the metrics' Source) unless the Store sets a
+// Scope. An SQS key is an opaque id: one holding control or non-ASCII
+// characters is applied once like any other, and logged escaped.
 //
 // Successes: Processed, Duplicate, and a rejection the effect recorded
 // (idem.Rejected). Every other outcome is a failure: a key that is missing or
@@ -71,8 +77,20 @@
 // DynamoDB error (one that may follow a commit is an *idem.RetryableError:
 // if it did commit, the redelivery is a Duplicate), a conflict that
 // outlived its retries, or a record not started because the Lambda deadline
-// was within Options.DeadlineMargin. Each record is logged and counted once,
-// by the Store, including the failures Process never saw.
+// was within Options.DeadlineMargin (idem.ErrDeadline) or an earlier record
+// of its FIFO group failed (ErrGroupStopped). Each record is logged and
+// counted once, by the Store, including the failures Process never saw; a
+// key reused with another payload is logged at WARN with both
+// fingerprints. With Options.Lease, a record whose lease another delivery
+// holds fails too, counted as InFlight, to come back after the visibility
+// timeout.
+//
+// # Upgrading
+//
+// From the previous release: ErrDeadline is idem.ErrDeadline, one sentinel
+// for this package and idem/stream. The release before: New returns an
+// error, as idem.New and webhook.New do, and FIFO keys hold the message
+// group (below).
 //
 // # Upgrading: FIFO keys now hold the message group
 //

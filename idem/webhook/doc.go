@@ -41,22 +41,61 @@
 // UTF-8 (400); the idempotency key, 1 to 255 printable ASCII characters
 // (400); the payload's fingerprint (400); then idem.Store.Process, which
 // claims the key and commits the Handler's writes in one transaction.
-// Refusals before the claim are logged and counted as Refused, by the
-// Store's Logger and Observers; a payload the Handler refuses (a BadRequest, a body
-// JSONHandler cannot decode) is a 400 counted as Failed, since the Store
-// sees it while processing the claim. A callback that panics (the verifier, the key or
-// fingerprint function, the Handler, Effect.Rejected) fails that delivery
-// alone: a 500, counted once as Failed, with nothing committed.
+// Refusals before the claim (401, 413, a bad key) are logged and counted
+// as Refused, by the Store's Logger and Observers, apart from Failed so
+// that strangers posting junk raise no failure alarm; a payload the
+// Handler refuses (a BadRequest, a body JSONHandler cannot decode) is a 400
+// counted as Failed, since the Store sees it while processing the claim. A
+// callback that panics (the verifier, the key or fingerprint function, the
+// Handler, Effect.Rejected) fails that delivery alone: a 500, counted once
+// as Failed, with nothing committed.
 //
-// The key and the fingerprint (what identifies the payload), per sender:
+// # Senders: key, fingerprint, signature
 //
-//   - Stripe: the event's "id" (evt_…), which every retry keeps; the event's
-//     id, type and created, since Stripe renders each attempt afresh;
-//   - GitHub: the X-GitHub-Delivery header, which a redelivery keeps; the
-//     delivery id and the X-GitHub-Event name;
+// The key says which message a delivery is; its fingerprint says whether a
+// delivery of a key already claimed is a redelivery (the stored answer) or
+// a reuse of the key for another payload (422). Per sender:
+//
+//   - Stripe (the Stripe preset): the event's "id" (evt_…), which every
+//     retry keeps; the event's id, type and created; Stripe-Signature,
+//     "t=…,v1=…", the HMAC-SHA256 of "{t}.{body}", any v1 may match, t
+//     within StripeVerifier.Tolerance of now, either way.
+//   - GitHub (the GitHub preset): the X-GitHub-Delivery header, which a
+//     redelivery keeps; the delivery id and the X-GitHub-Event name;
+//     X-Hub-Signature-256, "sha256=<hex>", with no timestamp: the delivery
+//     id is the replay protection.
 //   - otherwise (IdempotencyKey): the Idempotency-Key header, bare or as the
-//     IETF draft's quoted string, else a configured top-level body field;
-//     the SHA-256 of the whole body.
+//     IETF draft's quoted string, else a configured top-level body field
+//     (the header wins when both are there); the SHA-256 of the whole body;
+//     an HMACVerifier's X-Signature, "sha256=<hex>" of the body. A Receiver
+//     without a Verifier accepts unsigned deliveries.
+//
+// A key is 1 to 255 printable ASCII characters. A bare key holding a comma
+// is refused: it is what two Idempotency-Key headers become once API
+// Gateway joins them, as is one sent in two spellings to a REST API
+// (Header.Get joins those in a fixed order), so such a request is a 400 on
+// every retry rather than a random pick.
+//
+// Stripe renders each attempt afresh: pending_webhooks counts the endpoints
+// still waiting, and an endpoint's API version can change between attempts
+// of one evt_…. Such a retry is the same event: answered with the stored
+// response and logged at INFO as a Duplicate with payloadChanged and both
+// bodies' SHA-256 (payloadDigest, storedPayloadDigest), not a 422, which
+// would keep Stripe retrying for three days and could get the endpoint
+// disabled. For Idempotency-Key senders any change of the body under a used
+// key is a 422, as the IETF draft says. A sender whose bodies carry
+// something new on every retry (a timestamp) sets its own
+// Options.Fingerprint; an error from it is a 400.
+//
+// # Sources and routes
+//
+// A Receiver's Source (Options.Source) names the sender in logs and metrics
+// and scopes its keys. The presets set "stripe" and "github"; a Receiver
+// left at its default and served by a Mux takes the route it matched
+// ("POST /charges"), so one Idempotency-Key sent to two routes is two
+// requests, as the IETF draft scopes a key to its resource.
+//
+// # Answers
 //
 // The answers, after the draft "The Idempotency-Key HTTP Header Field":
 //
@@ -76,6 +115,8 @@
 // went wrong. The payload is the decoded raw body, so a base64 delivery and a
 // plain one of the same bytes are one payload, and a redelivery.
 //
+// # Secrets and signing
+//
 // Signatures are checked in constant time against every configured secret,
 // so secrets rotate without downtime: StripeVerifier (Stripe-Signature,
 // with a timestamp tolerance), HMACVerifier (X-Hub-Signature-256 for GitHub,
@@ -83,5 +124,35 @@
 // environment, SSM Parameter Store or Secrets Manager; it is a package of
 // its own, so a webhook that takes its secret another way links neither
 // client. Tests sign deliveries with idemtest.HMACSignature and
-// idemtest.StripeSignature.
+// idemtest.StripeSignature. By hand, for an HMACVerifier:
+//
+//	body='{"id":"evt_001","account":"acc-9","cents":500}'
+//	sig=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$WEBHOOK_SECRET" | sed 's/^.* //')
+//	curl -i "$URL/webhooks/credits" -H 'Idempotency-Key: evt_001' -H "X-Signature: sha256=$sig" --data-binary "$body"
+//
+// # Upgrading
+//
+// From the previous release:
+//
+//   - A Receiver left at its default Source and served by a Mux takes the
+//     route as its Source. Its claims were stored under "webhook#<key>", so
+//     a retry of a request first sent before the upgrade would be applied
+//     again. To keep the old keys, set Options.Source to "webhook" on that
+//     Receiver (two such Receivers in one Mux shared keys: keep "webhook"
+//     on the one whose clients retry, for as long as the retention), or
+//     deploy when no client is retrying.
+//   - A REST API request with Idempotency-Key in two spellings and two
+//     values is a 400, the same on every retry.
+//   - Reject returns a func(*idem.RejectedError) ([]byte, error), the type
+//     of idem.Effect.Rejected now; code that assigns it to Effect.Rejected
+//     is unchanged.
+//
+// The release before: one Effect type, so a Handler returns (Response,
+// idem.Effect, error) and webhook.Effect is gone; Reject encodes a recorded
+// rejection's answer; SecretEnv is secrets.Env in idem/webhook/secrets; the
+// signing helpers are in idemtest. The Stripe and GitHub presets
+// fingerprint the event, not the body: claims stored before hold the
+// body's digest and keep comparing by it, so a retry with the same bytes is
+// still a redelivery, but a Stripe retry rendered afresh of an event first
+// delivered before that upgrade was a 422 until Stripe stopped retrying it.
 package webhook

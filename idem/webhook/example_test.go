@@ -121,3 +121,40 @@ func ExampleJSONHandler() {
 	// 200 replayed=true {"cents":500,"credited":"acc-9"}
 	// 400 replayed=false {"type":"about:blank","title":"Bad Request","status":400,"detail":"the body does not decode into the handler's type: json: cannot unmarshal string into Go struct field credit.cents of type int64"}
 }
+
+// A debit webhook whose condition refuses an overdraft records the refusal
+// as its answer, a 402: the retry gets the same 402, replayed, instead of
+// a 409 until the sender gives up.
+func ExampleReject() {
+	ctx := context.Background()
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	store, err := idem.New(env.Client, env.Processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+	if err != nil {
+		panic(err)
+	}
+	r, err := webhook.New(store, func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
+		w, err := idem.Update(env.Accounts, map[string]string{"account": "acc-9"},
+			expression.Add(expression.Name("balance"), expression.Value(-500)),
+			expression.Name("balance").GreaterThanEqual(expression.Value(500)))
+		return webhook.Response{Body: []byte("debited")}, idem.Effect{
+			Writes: []types.TransactWriteItem{w},
+			Rejected: webhook.Reject(func(*idem.RejectedError) webhook.Response {
+				return webhook.Response{Status: 402, Body: []byte("insufficient funds")}
+			}),
+		}, err
+	})
+	if err != nil {
+		panic(err)
+	}
+	req := idemtest.HTTPRequest("POST", "/debits", `{"account":"acc-9","cents":500}`, map[string]string{"Idempotency-Key": "debit-1"})
+	for _, d := range idemtest.Replay(ctx, 2, r.HandleV2, req) {
+		fmt.Printf("%d replayed=%v %s\n", d.Response.StatusCode, d.Response.Headers["Idempotent-Replayed"] == "true", d.Response.Body)
+	}
+	// Output:
+	// 402 replayed=false insufficient funds
+	// 402 replayed=true insufficient funds
+}

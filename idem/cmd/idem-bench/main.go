@@ -1,15 +1,3 @@
-// Command idem-bench runs this kit side by side with check-then-act, the
-// two-phase lock and a bare UpdateItem on one local DynamoDB endpoint, and
-// Powertools for AWS Lambda (TypeScript) itself on the same endpoint, the
-// kit's lease mode beside its one-transaction mode, then the kit's CPU
-// benchmarks and its functions' cold starts (-only picks some), and prints the
-// tables (and writes them as Markdown with -out). Run it from the module's
-// root: it builds the functions with the Makefile, as sam build does.
-//
-// Every latency is measured twice, taking turns: on the local server, which
-// prices a transaction about like a single write, and through a model of
-// DynamoDB's published latencies in front of it (model.go: the figures, their
-// source and -model's file format; -model off skips it).
 package main
 
 import (

@@ -1,11 +1,3 @@
-// Command idem-local runs the SAM application in template.yaml on this
-// machine, without Docker: `make local`. See idem/internal/localstack.
-//
-//	idem-local [flags]            run the stack until Ctrl-C or SIGTERM
-//	idem-local -demo [flags]      run it, replay events/ with every message
-//	                              delivered several times, some at once, print
-//	                              the balances and the receipts, exit
-//	idem-local send [-n N] BODY   send BODY to the running stack's queue N times
 package main
 
 import (

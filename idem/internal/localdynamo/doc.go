@@ -2,9 +2,18 @@
 // that behaves like DynamoDB under load, for tests, the local stack and
 // benchmarks.
 //
-// It runs moto (https://github.com/getmoto/moto, Apache-2.0) with a small
-// patch, embedded here as localdynamo.py, that fixes what stock moto_server
-// gets wrong for an idempotency kit:
+// It runs moto (https://github.com/getmoto/moto, Apache-2.0; DynamoDB
+// Local's licence keeps it off these machines) with a small patch,
+// embedded here as localdynamo.py, that fixes what stock moto_server gets
+// wrong for an idempotency kit, whose tests and figures it would otherwise
+// falsify. Stock moto deep-copies the tables a TransactWriteItems touches
+// and restores the copy when the transaction is cancelled, erasing what
+// other requests committed meanwhile, and the copy makes a transaction's
+// cost grow with the table, where DynamoDB's does not; and it has no TTL.
+// As measured when the patch was written: 8 concurrent clients kept 299 of
+// 300 credits on stock moto, 300 of 300 here; a transaction took 7 ms at
+// 100 items and 211 ms at 10,000 on stock moto, about 5 ms at both here.
+// The patch:
 //
 //   - requests are served one at a time, so concurrent transactions cannot
 //     erase each other's writes;

@@ -149,7 +149,8 @@ func TestRepositoryTemplate(t *testing.T) {
 // against the template: sam local overrides only the variables a function
 // declares and drops any other name without a word, so each name must be
 // declared (a global one by some function), and it must point the
-// functions at DynamoDB Local with the README's table names.
+// functions at DynamoDB Local with the table names make local uses (as
+// idem-local's doc tells a sam local user).
 func TestEnvVarsFile(t *testing.T) {
 	tmpl, err := ReadTemplate("../../../template.yaml")
 	if err != nil {

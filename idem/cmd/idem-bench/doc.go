@@ -1,0 +1,64 @@
+// Command idem-bench runs this kit side by side with check-then-act, the
+// two-phase lock and a bare UpdateItem on one local DynamoDB endpoint, and
+// Powertools for AWS Lambda (TypeScript) itself on the same endpoint, the
+// kit's lease mode beside its one-transaction mode, then the kit's CPU
+// benchmarks and its functions' cold starts (-only picks some), and prints the
+// tables (and writes them as Markdown with -out). Run it from the module's
+// root: it builds the functions with the Makefile, as sam build does.
+//
+// Every latency is measured twice, taking turns: on the local server, which
+// prices a transaction about like a single write, and through a model of
+// DynamoDB's published latencies in front of it (model.go: the figures, their
+// source and -model's file format; -model off skips it).
+//
+// `make bench` runs it with every section and writes RESULTS.md (the
+// tables, with the machine, its load and the date) and bench.txt (the Go
+// benchmarks' raw output, benchstat's input) beside this file;
+// BENCH_FLAGS='-latency 100 -throughput 200 -count 1' makes a quicker run,
+// BENCH_FLAGS='-only lease' one section. Node.js 20 or later runs the
+// Powertools peer (installed by npm ci from powertools/package-lock.json);
+// without node one line says it was skipped.
+//
+// # What it measures
+//
+//   - Strategies side by side: this kit per record, with its claim cache,
+//     and in batch transactions (through idem/sqsconsumer, as a function
+//     runs it); the same transaction written by hand with no kit code;
+//     check-then-act (GetItem, effect, PutItem); the two-phase lock of
+//     Powertools (conditional PutItem, effect, UpdateItem) in Go; a bare
+//     UpdateItem, the floor. For each: DynamoDB calls per first delivery
+//     and per duplicate, counted by an SDK middleware; latency p50 and p99
+//     one message at a time; throughput through batches of 10; and double
+//     effects when a delivery fails right after its effect and when four
+//     copies arrive at once.
+//   - Powertools for TypeScript, the npm package itself
+//     (@aws-lambda-powertools/idempotency, pinned in powertools/), with a
+//     credit handler written as its users write it, with and without its
+//     local cache, beside a bare UpdateItem from the same Node process; its
+//     crash window both ways: the handler throws after its write, or its
+//     process dies there.
+//   - The lease mode beside the one-transaction mode, the handler calling a
+//     stand-in payment API (-external, 20 ms) that deduplicates its key:
+//     latency, and the external calls made when each message is delivered
+//     at once from 8 environments (-environments) that retry a held lease
+//     as SQS would.
+//   - The outbox: a first delivery with one outgoing message beside one
+//     without; the relay's cost to send a batch, one call at a time beside
+//     its default concurrency, to an SQS stand-in with a fixed round trip
+//     (-relayrtt), since the local SQS's time per call is moto's; and a
+//     webhook credit's way to its ledger entry through the whole local
+//     stack (-ledger), which the emulated mappings' poll intervals
+//     dominate.
+//   - The SQS adapter on batches of 10, per record and in batch
+//     transactions, with and without duplicates.
+//   - The kit's CPU cost and allocations per message (Go benchmarks), and
+//     the local server's price of one transaction by table size.
+//   - Each function's bootstrap size, stripped, and its INIT time under the
+//     Lambda Runtime Interface Emulator.
+//
+// The report ends with its targets, each met or missed. A figure from the
+// local server alone says nothing of DynamoDB's latency: the server prices
+// a transaction about like one write, DynamoDB as published at several, so
+// compare strategies on the model's rows, and on calls and double effects,
+// which no server changes.
+package main
