@@ -48,6 +48,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"functions/queue", []string{tooling, mod + "idem/idemtest", mod + "idem/webhook", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
 		{"functions/webhook", []string{tooling, mod + "idem/idemtest", mod + "idem/sqsconsumer", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
 		{"functions/ledger", []string{tooling, mod + "idem/idemtest", mod + "idem/webhook", mod + "idem/outbox", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
+		{"idem/cmd/idem", []string{tooling, mod + "idem/idemtest", mod + "functions"}},
 		{"functions/relay", []string{tooling, mod + "idem/idemtest", mod + "idem/webhook", mod + "idem/sqsconsumer", "gopkg.in/yaml.v3", "github.com/aws/aws-sdk-go-v2/config"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {

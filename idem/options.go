@@ -82,6 +82,21 @@ type Options struct {
 	// or negative: no cache. Defaults to 0.
 	CacheSize int
 
+	// ReadFirstAbove is the share of a sender's recent deliveries, in
+	// this environment, that were duplicates found in DynamoDB, above
+	// which a delivery first reads its claim (one GetItem, eventually
+	// consistent) before running its handler: a duplicate is then
+	// answered at the cost of a read, not of a transaction its claim
+	// cancels, and a first delivery pays the read besides its
+	// transaction. The claim's condition still decides; a read that
+	// misses a fresh claim costs only its time. The client must have
+	// GetItem (GetItemAPI), else no read is made; ProcessLeased needs
+	// none (its lease's UpdateItem is a single write) and ProcessBatch
+	// makes none. Negative: never read first. Defaults to 0.3, where a
+	// read's cost (a third of a transaction's on DynamoDB's published
+	// latencies) equals what it saves.
+	ReadFirstAbove float64
+
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 
@@ -156,6 +171,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.BackoffMax == 0 {
 		o.BackoffMax = time.Second
+	}
+	if o.ReadFirstAbove == 0 {
+		o.ReadFirstAbove = 0.3
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -92,10 +92,11 @@ type observer struct {
 	observers []Observer
 	log       *slog.Logger
 	now       func() time.Time
+	rates     *rates // each sender's recent duplicates
 }
 
-func newObserver(o *Options) observer {
-	return observer{observers: o.Observers, log: o.Logger, now: o.Now}
+func newObserver(o *Options, r *rates) observer {
+	return observer{observers: o.Observers, log: o.Logger, now: o.Now, rates: r}
 }
 
 // OutcomeOf names the outcome of a Process call, as logged and counted.
@@ -124,6 +125,7 @@ func (s *Store) report(ctx context.Context, outcome Outcome, msg Message, err er
 }
 
 func (o *observer) observe(ctx context.Context, msg Message, key string, res Result, err error) {
+	o.rates.count(msg.Source, res, err)
 	o.record(ctx, OutcomeOf(res, err), msg, key, res, err)
 }
 

@@ -52,6 +52,10 @@ func (s *Store) process(ctx context.Context, msg Message, id Record, err error, 
 		return res, err
 	}
 	defer land.unlessLanded()
+	if res, err, ok := s.peeked(ctx, msg, id); ok {
+		land.with(res, err)
+		return res, err
+	}
 	res, err = s.run(ctx, msg, id, h)
 	land.with(res, err)
 	return res, err

@@ -25,6 +25,7 @@ type Store struct {
 	obs     observer
 	cache   *cache // nil without Options.CacheSize
 	flights flights
+	rates   *rates // each sender's recent duplicates, for ReadFirstAbove
 }
 
 // maxRetentionDays keeps the retention far from time.Duration's limit
@@ -60,5 +61,6 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 		// prefix "ab" and scope "x".
 		return nil, fmt.Errorf("idem: New: KeyPrefix %q does not end with \"#\": a prefix must end where the scope begins, such as \"IDEM#\"", o.KeyPrefix)
 	}
-	return &Store{client: client, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize)}, nil
+	r := &rates{}
+	return &Store{client: client, table: table, opts: o, obs: newObserver(&o, r), cache: newCache(o.CacheSize), rates: r}, nil
 }

@@ -163,6 +163,29 @@ var features = []feature{
 		c.expect(idem.Processed)
 		c.balance(1)
 	}},
+	{name: "a duplicate storm: a duplicate is found by a read, an expired claim still claimed anew", na: map[string]string{
+		"ProcessLeased":     "the lease's UpdateItem is a single write already",
+		"sqsconsumer batch": "ProcessBatch makes no read first",
+	}, run: func(c *cell) {
+		s := c.w.store(c.t)
+		ctx := context.Background()
+		for i := range 8 { // each message thrice: the sender's deliveries are mostly duplicates
+			for range 3 {
+				if err := c.way.deliver(ctx, s, msg{fmt.Sprint("storm-", i), m1.source, m1.payload}, c.credit(false), panics{}); err != nil {
+					c.t.Fatal(err)
+				}
+			}
+		}
+		c.w.Calls.Reset()
+		c.send(ctx, s, msg{"storm-0", m1.source, m1.payload}, c.credit(false), panics{})
+		if g, tx := c.w.Calls.Count("GetItem"), c.w.Calls.Count("TransactWriteItems"); g != 1 || tx != 0 {
+			c.t.Errorf("a duplicate in the storm: want 1 GetItem and no transaction, got %d and %d", g, tx)
+		}
+		c.w.advance(49 * time.Hour)
+		c.send(ctx, s, msg{"storm-1", m1.source, m1.payload}, c.credit(false), panics{})
+		c.expect(idem.Duplicate, idem.Processed)
+		c.balance(9)
+	}},
 	{name: "key reuse: the id with another payload", run: func(c *cell) {
 		s := c.w.store(c.t, func(o *idem.Options) { o.CacheSize = 10 })
 		c.send(context.Background(), s, m1, c.credit(false), panics{})

@@ -1,0 +1,80 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/idemkit/kit/idem"
+)
+
+// TestDuplicatesInNumbersCostARead: once a sender's recent deliveries are
+// mostly duplicates, a duplicate costs one GetItem and no transaction, and
+// a first delivery a GetItem and its transaction; below the threshold, or
+// with ReadFirstAbove negative, no read is made. A read that finds another
+// payload's claim is key reuse, as the claim's condition would say.
+func TestDuplicatesInNumbersCostARead(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		above      float64
+		wantReads  bool
+		dupGets    int // calls of a late duplicate
+		dupTxs     int
+		firstGets  int // calls of a late first delivery
+		firstTxs   int
+		reuseCalls int
+	}{
+		{"the default", 0, true, 1, 0, 1, 1, 1},
+		{"never read first", -1, false, 0, 1, 0, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(o *idem.Options) { o.ReadFirstAbove = tc.above })
+			ctx := context.Background()
+			deliver := func(id string, payload string) (idem.Result, error, int, int) {
+				e.calls.Reset()
+				res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "storm", Payload: []byte(payload)}, e.creditHandler(nil))
+				return res, err, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems")
+			}
+			// A storm: each message delivered three times.
+			for i := range 12 {
+				for range 3 {
+					if _, err, _, _ := deliver(fmt.Sprint("m-", i), "p"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			res, err, gets, txs := deliver("m-0", "p")
+			t.Logf("a duplicate in the storm: %s, %d GetItem, %d TransactWriteItems", res.Outcome, gets, txs)
+			if err != nil || res.Outcome != idem.Duplicate || gets != tc.dupGets || txs != tc.dupTxs {
+				t.Errorf("a duplicate: want Duplicate with %d GetItem and %d transactions, got %v %v, %d and %d", tc.dupGets, tc.dupTxs, res.Outcome, err, gets, txs)
+			}
+			res, err, gets, txs = deliver("new", "p")
+			if err != nil || res.Outcome != idem.Processed || gets != tc.firstGets || txs != tc.firstTxs {
+				t.Errorf("a first delivery: want Processed with %d GetItem and %d transactions, got %v %v, %d and %d", tc.firstGets, tc.firstTxs, res.Outcome, err, gets, txs)
+			}
+			_, err, gets, txs = deliver("m-1", "another")
+			if !errors.Is(err, idem.ErrKeyReuse) || gets+txs != tc.reuseCalls {
+				t.Errorf("key reuse: want a *KeyReuseError after %d call, got %v after %d", tc.reuseCalls, err, gets+txs)
+			}
+			if got := e.balance(t, "acc-9"); got != 13*500 {
+				t.Errorf("balance: want %d, got %d", 13*500, got)
+			}
+		})
+	}
+}
+
+// TestReadFirstOnlyWhenDuplicatesAreMany: a sender whose deliveries are
+// all first deliveries makes no read.
+func TestReadFirstOnlyWhenDuplicatesAreMany(t *testing.T) {
+	e := newEnv(t)
+	for i := range 20 {
+		e.calls.Reset()
+		if _, err := e.store.Process(context.Background(), idem.Message{ID: fmt.Sprint("m-", i), Source: "calm"}, e.creditHandler(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.calls.Count("GetItem"); n != 0 {
+			t.Fatalf("delivery %d: want no GetItem, got %d", i, n)
+		}
+	}
+}
