@@ -21,6 +21,7 @@ func (adapterHooks) CheckLease(s *Store, o LeaseOptions) error { return s.checkL
 func (adapterHooks) Now(s *Store) time.Time                    { return s.opts.Now() }
 func (adapterHooks) ClaimKey(s *Store, msg Message) string     { return s.claimKey(msg) }
 func (adapterHooks) OutboxKey(s *Store, id string) string      { return s.outboxKey(id) }
+func (adapterHooks) Tracing(s *Store) bool                     { return s.tracing() }
 
 func (adapterHooks) Report(ctx context.Context, s *Store, o Outcome, msg Message, err error) {
 	s.report(ctx, o, msg, err)

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // BatchHandler is a Handler that is also told the message's index in the
@@ -66,10 +68,13 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	// keys another delivery leads (or an earlier message of the batch):
 	// those wait for it, once this batch's own have landed, so that two
 	// batches waiting on each other's keys cannot both wait.
-	leads := make([]*landing, len(msgs))
+	leads := make([]*flight, len(msgs))
+	traces := make([]*deliveryTrace, len(msgs))
+	ctxs := make([]context.Context, len(msgs))
 	var followers []following
 	var pending []*entry
 	for i, msg := range msgs {
+		ctxs[i], traces[i] = s.startDelivery(ctx, msg, i)
 		id, err := s.identify(msg)
 		keys[i] = id.Key
 		if err != nil {
@@ -85,14 +90,14 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 			followers = append(followers, following{i, id, fl})
 			continue
 		}
-		leads[i] = &landing{f: &s.flights, key: id.Key, fl: fl}
+		leads[i] = fl
 		defer leads[i].unlessLanded()
-		rec, eff, err := s.prepare(ctx, msg, id, handler(i))
+		rec, eff, err := s.prepare(ctxs[i], msg, id, handler(i))
 		if err != nil {
 			b.out[i].Err = err
 			continue
 		}
-		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes, c: claimant{s.claim, s.met}})
+		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes, c: claimant{s.claim, s.met}, trace: traces[i]})
 	}
 	b.measure(pending)
 	for len(pending) > 0 || len(b.waiting) > 0 {
@@ -119,18 +124,19 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 			}
 		}
 		if leads[i] != nil {
-			leads[i].with(b.out[i].Result, b.out[i].Err)
+			leads[i].land(b.out[i].Result, b.out[i].Err)
 		}
 	}
 	for _, f := range followers {
-		res, err, ok := s.follow(ctx, msgs[f.i], f.id, f.fl)
+		res, err, ok := s.follow(ctxs[f.i], msgs[f.i], f.id, f.fl)
 		if !ok { // its leader settled nothing: run it alone, as Process would
-			res, err = s.process(ctx, msgs[f.i], f.id, nil, handler(f.i))
+			res, err = s.process(ctxs[f.i], msgs[f.i], f.id, nil, handler(f.i))
 		}
 		b.out[f.i] = BatchResult{Result: res, Err: err}
 	}
 	for i, msg := range msgs {
-		s.obs.observe(ctx, msg, keys[i], b.out[i].Result, b.out[i].Err)
+		s.obs.observe(ctxs[i], msg, keys[i], b.out[i].Result, b.out[i].Err)
+		traces[i].end(keys[i], b.out[i].Result, b.out[i].Err)
 	}
 	return b.out
 }
@@ -154,11 +160,12 @@ type entry struct {
 	targets []target                  // the items they touch; key "" is a whole table
 	size    int
 
-	c         claimant // how its claim is made: afresh, or over an ended lease
-	over      bool     // its claim takes over a pending claim whose lease ended
-	sends     int      // requests that carried it, the SDK's retries included
-	conflicts int      // sends cancelled by its own conflict or throttling
-	alone     bool     // in a transaction of its own, after the server refused a shared one
+	trace     *deliveryTrace // the message's span
+	c         claimant       // how its claim is made: afresh, or over an ended lease
+	over      bool           // its claim takes over a pending claim whose lease ended
+	sends     int            // requests that carried it, the SDK's retries included
+	conflicts int            // sends cancelled by its own conflict or throttling
+	alone     bool           // in a transaction of its own, after the server refused a shared one
 }
 
 // batchRun is one ProcessBatch call's state.
@@ -218,7 +225,23 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 	}
 	// ClientRequestToken stays nil, as in commit: the SDK's retries reuse it.
 	sent := sendLog{attempts: 1}
-	_, err := b.s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
+	// The batch's transaction is its messages' call: a span of its own,
+	// linked to each message's delivery span.
+	var links []trace.Link
+	for _, e := range es {
+		if e.trace != nil {
+			links = append(links, trace.Link{SpanContext: e.trace.span.SpanContext()})
+			e.trace.sends++
+		}
+	}
+	cctx, span := ctx, trace.Span(nil)
+	if len(links) > 0 {
+		cctx, span = b.s.tracer.Start(ctx, "DynamoDB.TransactWriteItems", trace.WithSpanKind(trace.SpanKindClient), trace.WithLinks(links...),
+			trace.WithAttributes(attribute.String("rpc.system", "aws-api"), attribute.String("rpc.service", "DynamoDB"), attribute.String("rpc.method", "TransactWriteItems"),
+				attribute.String("db.system.name", "aws.dynamodb"), attribute.StringSlice("aws.dynamodb.table_names", tablesOf(items)), attribute.Int("messaging.batch.message_count", len(es))))
+	}
+	_, err := b.s.client.TransactWriteItems(cctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
+	endCall(span, err)
 	for _, e := range es {
 		e.sends += sent.count()
 	}

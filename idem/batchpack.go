@@ -1,9 +1,6 @@
 package idem
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -17,7 +14,7 @@ import (
 // taken to touch the whole table.
 func (b *batchRun) measure(es []*entry) {
 	// The outbox table has the claims table's key schema (Options.OutboxTable).
-	names := b.s.keyAttributeNames()
+	names := b.s.keyNames
 	keyAttrs := map[string][]string{b.s.table: names, b.s.opts.OutboxTable: names}
 	type put struct {
 		t    *target
@@ -40,7 +37,7 @@ func (b *batchRun) measure(es []*entry) {
 			case k != nil:
 				t.key = canonicalKey(k)
 				if keyAttrs[table] == nil {
-					keyAttrs[table] = slices.Sorted(maps.Keys(k))
+					keyAttrs[table] = sortedNames(k)
 				}
 			default:
 				puts = append(puts, put{t, w.Put.Item})

@@ -38,7 +38,8 @@ type Record struct {
 	Token      int64
 	LeaseUntil time.Time
 
-	lease string // a Pending claim's lease id
+	lease       string // a Pending claim's lease id
+	traceparent string // the delivery's trace context, for its outgoing messages
 }
 
 // Fingerprint is the SHA-256 of a payload, in hex: what tells a redelivery

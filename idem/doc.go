@@ -336,6 +336,38 @@
 // trimming, over 1,024 characters, not printable ASCII) is refused before
 // anything is written, so every outcome can be counted.
 //
+// # Traces
+//
+// Each delivery is an OpenTelemetry span, named as the semantic
+// conventions name its kind: "process <queue>" for an SQS message,
+// "METHOD path" for a webhook, "process <table>" for a stream record,
+// "process <source>" otherwise. It carries the outcome (idem.outcome),
+// whether the cache or a coalesced delivery answered (idem.cached), the
+// transaction attempts (idem.attempts), the lease's token and the claim
+// key hashed (idem.key.sha256, 16 hex digits: a key may be personal data,
+// so it is never in clear); the FaaS attributes when the context is
+// Lambda's. Each DynamoDB call is a child span named as OpenTelemetry
+// names an AWS SDK call (DynamoDB.TransactWriteItems, DynamoDB.UpdateItem,
+// DynamoDB.GetItem); a batch's transaction links the spans of its
+// messages. A message that carries a trace continues it: the SQS adapter
+// reads the AWSTraceHeader system attribute or a "traceparent" message
+// attribute, the webhook Receiver the traceparent header.
+//
+// The trace crosses the outbox: a delivery stores its trace context with
+// each outgoing message, the relay's "send <queue>" span is its child and
+// sets the send's AWSTraceHeader (SQS) or TraceHeader (EventBridge), and
+// the consumer's span continues it, so one credit's trace runs from the
+// webhook through the commit and the relay to the ledger.
+//
+// The kit depends on the OpenTelemetry API alone, not an SDK. Spans go to
+// [Options.TracerProvider], by default the global one, read at each
+// delivery: with none installed no span is started at all, and tracing
+// costs nothing (make bench states the figures with and without). The
+// reference functions (functions/internal/telemetry) install a small
+// OTLP/HTTP exporter when the standard OTEL_EXPORTER_OTLP_ENDPOINT asks
+// for one, as the ADOT layer's collector does; make local receives their
+// spans and shows each trace.
+//
 // # Capacity and cost
 //
 //   - Writes per message: a transactional write costs 2 write request

@@ -3,7 +3,6 @@ package idem
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -89,7 +88,7 @@ func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err erro
 	}
 	// Key attribute names per table, as far as this transaction tells them:
 	// the claim table's from the options, others from their writes' Keys.
-	names := s.keyAttributeNames()
+	names := s.keyNames
 	keyAttrs := map[string][]string{s.table: names, s.opts.OutboxTable: names}
 	seen := map[target]int{{s.table, canonicalKey(s.keyItem(key))}: -1}
 	var puts []int
@@ -105,7 +104,7 @@ func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err erro
 			continue
 		}
 		if _, ok := keyAttrs[table]; !ok {
-			keyAttrs[table] = slices.Sorted(maps.Keys(k))
+			keyAttrs[table] = sortedNames(k)
 		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
 			return err
@@ -154,12 +153,14 @@ func (s *Store) addTarget(seen map[target]int, t target, i int, bad func(string,
 	return nil
 }
 
-func (s *Store) keyAttributeNames() []string {
-	a := s.opts.Attributes
-	if a.SortKey == "" {
-		return []string{a.Key}
+// sortedNames are an item's or a key's attribute names, sorted.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
 	}
-	return slices.Sorted(slices.Values([]string{a.Key, a.SortKey}))
+	slices.Sort(names)
+	return names
 }
 
 // describeWrite returns a write's table, its Key (nil for a Put) and its
@@ -229,7 +230,7 @@ func canonicalKey(k map[string]types.AttributeValue) string {
 		}
 	}
 	var b strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(k)) {
+	for _, name := range sortedNames(k) {
 		b.WriteString(name)
 		b.WriteByte(0)
 		switch v := k[name].(type) {

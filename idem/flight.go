@@ -17,12 +17,18 @@ type flights struct {
 	m  map[string]*flight
 }
 
-// flight is one key's delivery in progress. done closes when it lands;
-// rec is then the claim DynamoDB holds for the key, when known.
+// flight is one key's delivery in progress, and its leader's duty to land
+// it: with its outcome, or, if the delivery never reached one (a panic
+// past every recovery), with nothing known, so that no follower waits for
+// ever. Once landed, rec is the claim DynamoDB holds for the key, when
+// known.
 type flight struct {
-	done  chan struct{}
-	rec   Record
-	known bool
+	f      *flights
+	key    string
+	done   chan struct{} // made once a follower waits (under f.mu): most flights have none
+	landed bool          // under f.mu
+	rec    Record
+	known  bool
 }
 
 // join returns key's flight and whether the caller leads it: a leader
@@ -36,16 +42,16 @@ func (f *flights) join(key string) (*flight, bool) {
 	if f.m == nil {
 		f.m = map[string]*flight{}
 	}
-	fl := &flight{done: make(chan struct{})}
+	fl := &flight{f: f, key: key}
 	f.m[key] = fl
 	return fl, true
 }
 
-// land ends the leader's flight of key with what it learnt: the claim
-// DynamoDB holds after its delivery (res, or a key reuse's stored claim),
-// if the delivery settled it. A delivery that failed leaves nothing known,
-// and its followers run on their own.
-func (f *flights) land(key string, fl *flight, res Result, err error) {
+// land ends the leader's flight with what it learnt: the claim DynamoDB
+// holds after its delivery (res, or a key reuse's stored claim), if the
+// delivery settled it. A delivery that failed leaves nothing known, and
+// its followers run on their own.
+func (fl *flight) land(res Result, err error) {
 	var kr *KeyReuseError
 	switch {
 	case err == nil && res.Record.Key != "":
@@ -53,18 +59,40 @@ func (f *flights) land(key string, fl *flight, res Result, err error) {
 	case errors.As(err, &kr) && kr.Stored.Outcome != Pending:
 		fl.rec, fl.known = kr.Stored, true
 	}
-	f.mu.Lock()
-	delete(f.m, key)
-	f.mu.Unlock()
-	close(fl.done)
+	fl.f.mu.Lock()
+	defer fl.f.mu.Unlock()
+	delete(fl.f.m, fl.key)
+	fl.landed = true
+	if fl.done != nil {
+		close(fl.done)
+	}
 }
+
+// unlessLanded lands a flight its leader left without an outcome.
+func (fl *flight) unlessLanded() {
+	if !fl.landed { // only its leader writes it
+		fl.land(Result{}, errNotLanded)
+	}
+}
+
+var errNotLanded = errors.New("idem: the delivery ended before its outcome")
 
 // wait waits for fl to land: it returns the claim its leader left, and
 // false when the leader learnt none (the caller then runs on its own), or
 // ctx's end.
 func (fl *flight) wait(ctx context.Context) (Record, bool, error) {
+	fl.f.mu.Lock()
+	if fl.landed {
+		fl.f.mu.Unlock()
+		return fl.rec, fl.known, nil
+	}
+	if fl.done == nil {
+		fl.done = make(chan struct{})
+	}
+	done := fl.done
+	fl.f.mu.Unlock()
 	select {
-	case <-fl.done:
+	case <-done:
 		return fl.rec, fl.known, nil
 	case <-ctx.Done():
 		return Record{}, false, ctx.Err()
@@ -76,40 +104,17 @@ func (fl *flight) wait(ctx context.Context) (Record, bool, error) {
 // (done: res, err), as the cache answers: a Duplicate, or a key reuse,
 // with no call. A leader that settled nothing lets the follower run: it
 // then leads a flight of its own.
-func (s *Store) aboard(ctx context.Context, msg Message, id Record) (land *landing, res Result, err error, done bool) {
+func (s *Store) aboard(ctx context.Context, msg Message, id Record) (lead *flight, res Result, err error, done bool) {
 	for {
-		fl, lead := s.flights.join(id.Key)
-		if lead {
-			return &landing{f: &s.flights, key: id.Key, fl: fl}, Result{}, nil, false
+		fl, leads := s.flights.join(id.Key)
+		if leads {
+			return fl, Result{}, nil, false
 		}
 		if res, err, ok := s.follow(ctx, msg, id, fl); ok {
 			return nil, res, err, true
 		}
 	}
 }
-
-// landing is a leader's duty to land its flight: with its outcome, or, if
-// the delivery never reached one (a panic past every recovery), with
-// nothing known, so that no follower waits for ever.
-type landing struct {
-	f      *flights
-	key    string
-	fl     *flight
-	landed bool
-}
-
-func (l *landing) with(res Result, err error) {
-	l.landed = true
-	l.f.land(l.key, l.fl, res, err)
-}
-
-func (l *landing) unlessLanded() {
-	if !l.landed {
-		l.with(Result{}, errNotLanded)
-	}
-}
-
-var errNotLanded = errors.New("idem: the delivery ended before its outcome")
 
 // follow waits for fl, led by another delivery of id's key, and answers
 // from its outcome (ok), or says its leader settled nothing.

@@ -134,9 +134,11 @@ func (s *Store) ProcessLeased(ctx context.Context, msg Message, h Handler, optFn
 	for _, fn := range optFns {
 		fn(&o)
 	}
+	ctx, t := s.startDelivery(ctx, msg, -1)
 	id, err := s.identify(msg)
 	res, err := s.processLeased(ctx, msg, id, err, h, o)
 	s.obs.observe(ctx, msg, id.Key, res, err)
+	t.end(id.Key, res, err)
 	return res, err
 }
 
@@ -154,13 +156,13 @@ func (s *Store) processLeased(ctx context.Context, msg Message, id Record, err e
 	}
 	// A delivery of the key in flight in this process holds its lease, or
 	// is taking it: wait for it rather than fail with the lease held.
-	land, res, err, done := s.aboard(ctx, msg, id)
+	fl, res, err, done := s.aboard(ctx, msg, id)
 	if done {
 		return res, err
 	}
-	defer land.unlessLanded()
+	defer fl.unlessLanded()
 	res, err = s.runLeased(ctx, msg, id, h, o)
-	land.with(res, err)
+	fl.land(res, err)
 	return res, err
 }
 
@@ -184,7 +186,7 @@ func (s *Store) runLeased(ctx context.Context, msg Message, id Record, h Handler
 	cancel()
 	now := s.opts.Now()
 	rec := id
-	rec.ClaimedAt, rec.ExpiresAt = lease.ClaimedAt, now.Add(s.opts.retention())
+	rec.ClaimedAt, rec.ExpiresAt, rec.traceparent = lease.ClaimedAt, now.Add(s.opts.retention()), traceParent(ctx)
 	if err == nil {
 		err = s.validateEffect(rec, &eff, now)
 	}
@@ -289,7 +291,9 @@ const takeoverSkew = time.Second
 // a record holds it, returns that record.
 func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Record, now, until time.Time, leaseID string) (Record, bool, error) {
 	sent := sendLog{attempts: 1}
-	out, err := client.UpdateItem(ctx, s.newClaim(id, now, until, leaseID), sent.option)
+	cctx, span := s.call(ctx, "UpdateItem", nil)
+	out, err := client.UpdateItem(cctx, s.newClaim(id, now, until, leaseID), sent.option)
+	endCall(span, err)
 	if err == nil {
 		rec := id
 		rec.ClaimedAt, rec.Outcome, rec.LeaseUntil, rec.lease = now, Pending, until, leaseID
@@ -320,7 +324,9 @@ func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Recor
 // first.
 func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Record, until time.Time, leaseID string) (Lease, bool, error) {
 	sent := sendLog{attempts: 1}
-	out, err := client.UpdateItem(ctx, s.takeOverInput(stored, until, leaseID), sent.option)
+	cctx, span := s.call(ctx, "UpdateItem", nil)
+	out, err := client.UpdateItem(cctx, s.takeOverInput(stored, until, leaseID), sent.option)
+	endCall(span, err)
 	if err == nil {
 		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, true, nil
 	}
@@ -351,7 +357,9 @@ func (s *Store) release(ctx context.Context, key, leaseID string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	_, _ = s.client.(UpdateItemAPI).UpdateItem(ctx, s.releaseInput(key, leaseID))
+	ctx, span := s.call(ctx, "UpdateItem", nil)
+	_, err := s.client.(UpdateItemAPI).UpdateItem(ctx, s.releaseInput(key, leaseID))
+	endCall(span, err)
 }
 
 // releaseTimeout bounds a release, which may run after the handler's

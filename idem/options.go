@@ -4,6 +4,9 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemkit/kit/idem/internal/wire"
 )
 
@@ -105,6 +108,12 @@ type Options struct {
 	// and Fenced at WARN. Defaults to slog.Default().
 	Logger *slog.Logger
 
+	// TracerProvider makes the spans of each delivery and of its DynamoDB
+	// calls (see Store.Process). Defaults to OpenTelemetry's global one,
+	// which makes none until a program installs one (an SDK's, or the
+	// ADOT layer's, set with otel.SetTracerProvider).
+	TracerProvider trace.TracerProvider
+
 	// Observers are told of every outcome, once, after the Logger's
 	// record: an emf.Writer on os.Stdout for CloudWatch metrics (the
 	// idem/emf package), or your own. Defaults to none.
@@ -180,6 +189,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = otel.GetTracerProvider()
 	}
 }
 

@@ -114,6 +114,9 @@ func (s *Store) addOutbox(rec Record, eff *Effect, now time.Time) error {
 			item[wire.AttributesAttr] = &types.AttributeValueMemberM{Value: attrs}
 		}
 		item[wire.IndexAttr] = &types.AttributeValueMemberN{Value: strconv.Itoa(i)}
+		if rec.traceparent != "" { // for the relay to send on: the message's trace is the delivery's
+			str(wire.TraceParentAttr, rec.traceparent)
+		}
 		item[a.ExpiresAt] = &types.AttributeValueMemberN{Value: expires}
 		// The id is new with each claim, so the item is too: a key held
 		// already is another Store's (see outboxKey), never overwritten.

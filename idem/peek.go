@@ -29,7 +29,9 @@ func (s *Store) peeked(ctx context.Context, msg Message, id Record) (Result, err
 	if !ok || !s.rates.high(msg.Source, s.opts.ReadFirstAbove) {
 		return Result{}, nil, false
 	}
-	out, err := reader.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: s.keyItem(id.Key)})
+	cctx, span := s.call(ctx, "GetItem", nil)
+	out, err := reader.GetItem(cctx, &dynamodb.GetItemInput{TableName: &s.table, Key: s.keyItem(id.Key)})
+	endCall(span, err)
 	if err != nil || len(out.Item) == 0 || isOutboxItem(out.Item) {
 		return Result{}, nil, false // the transaction decides, and says why
 	}

@@ -31,29 +31,29 @@ func TestDuplicatesInNumbersCostARead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, func(o *idem.Options) { o.ReadFirstAbove = tc.above })
 			ctx := context.Background()
-			deliver := func(id string, payload string) (idem.Result, error, int, int) {
+			deliver := func(id string, payload string) (idem.Result, int, int, error) {
 				e.calls.Reset()
 				res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "storm", Payload: []byte(payload)}, e.creditHandler(nil))
-				return res, err, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems")
+				return res, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems"), err
 			}
 			// A storm: each message delivered three times.
 			for i := range 12 {
 				for range 3 {
-					if _, err, _, _ := deliver(fmt.Sprint("m-", i), "p"); err != nil {
+					if _, _, _, err := deliver(fmt.Sprint("m-", i), "p"); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			res, err, gets, txs := deliver("m-0", "p")
+			res, gets, txs, err := deliver("m-0", "p")
 			t.Logf("a duplicate in the storm: %s, %d GetItem, %d TransactWriteItems", res.Outcome, gets, txs)
 			if err != nil || res.Outcome != idem.Duplicate || gets != tc.dupGets || txs != tc.dupTxs {
 				t.Errorf("a duplicate: want Duplicate with %d GetItem and %d transactions, got %v %v, %d and %d", tc.dupGets, tc.dupTxs, res.Outcome, err, gets, txs)
 			}
-			res, err, gets, txs = deliver("new", "p")
+			res, gets, txs, err = deliver("new", "p")
 			if err != nil || res.Outcome != idem.Processed || gets != tc.firstGets || txs != tc.firstTxs {
 				t.Errorf("a first delivery: want Processed with %d GetItem and %d transactions, got %v %v, %d and %d", tc.firstGets, tc.firstTxs, res.Outcome, err, gets, txs)
 			}
-			_, err, gets, txs = deliver("m-1", "another")
+			_, gets, txs, err = deliver("m-1", "another")
 			if !errors.Is(err, idem.ErrKeyReuse) || gets+txs != tc.reuseCalls {
 				t.Errorf("key reuse: want a *KeyReuseError after %d call, got %v after %d", tc.reuseCalls, err, gets+txs)
 			}

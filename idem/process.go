@@ -31,9 +31,11 @@ import (
 // are its Duplicates (Result.Cached), with no call of their own; when it
 // fails, the next one runs.
 func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, error) {
+	ctx, t := s.startDelivery(ctx, msg, -1)
 	id, err := s.identify(msg)
 	res, err := s.process(ctx, msg, id, err, h)
 	s.obs.observe(ctx, msg, id.Key, res, err)
+	t.end(id.Key, res, err)
 	return res, err
 }
 
@@ -47,17 +49,17 @@ func (s *Store) process(ctx context.Context, msg Message, id Record, err error, 
 	if res, err, ok := s.cached(msg, id); ok {
 		return res, err
 	}
-	land, res, err, done := s.aboard(ctx, msg, id)
+	fl, res, err, done := s.aboard(ctx, msg, id)
 	if done {
 		return res, err
 	}
-	defer land.unlessLanded()
+	defer fl.unlessLanded()
 	if res, err, ok := s.peeked(ctx, msg, id); ok {
-		land.with(res, err)
+		fl.land(res, err)
 		return res, err
 	}
 	res, err = s.run(ctx, msg, id, h)
-	land.with(res, err)
+	fl.land(res, err)
 	return res, err
 }
 
@@ -174,7 +176,7 @@ func (s *Store) prepare(ctx context.Context, msg Message, id Record, h Handler) 
 	}
 	now := s.opts.Now()
 	rec := id
-	rec.ClaimedAt, rec.ExpiresAt = now, now.Add(s.opts.retention())
+	rec.ClaimedAt, rec.ExpiresAt, rec.traceparent = now, now.Add(s.opts.retention()), traceParent(ctx)
 	if err := s.validateEffect(rec, &eff, now); err != nil {
 		return Record{}, Effect{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TransactWriteAPI is the one DynamoDB call the kit makes outside a lease
@@ -26,6 +27,10 @@ type Store struct {
 	cache   *cache // nil without Options.CacheSize
 	flights flights
 	rates   *rates // each sender's recent duplicates, for ReadFirstAbove
+	tracer  trace.Tracer
+	// keyNames are the claims table's key attribute names, sorted, as
+	// validateEffect compares them.
+	keyNames []string
 }
 
 // maxRetentionDays keeps the retention far from time.Duration's limit
@@ -62,5 +67,10 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 		return nil, fmt.Errorf("idem: New: KeyPrefix %q does not end with \"#\": a prefix must end where the scope begins, such as \"IDEM#\"", o.KeyPrefix)
 	}
 	r := &rates{}
-	return &Store{client: client, table: table, opts: o, obs: newObserver(&o, r), cache: newCache(o.CacheSize), rates: r}, nil
+	keyNames := []string{o.Attributes.Key}
+	if o.Attributes.SortKey != "" {
+		keyNames = sortedNames(map[string]bool{o.Attributes.Key: true, o.Attributes.SortKey: true})
+	}
+	return &Store{client: client, table: table, opts: o, obs: newObserver(&o, r), cache: newCache(o.CacheSize), rates: r,
+		tracer: o.TracerProvider.Tracer(tracerName), keyNames: keyNames}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,7 +42,9 @@ func (s *Store) commit(ctx context.Context, c claimant, rec Record, writes []typ
 		// makes an ambiguous commit safe to resend; our retries after a
 		// cancellation are new transactions and need a new token.
 		in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
-		_, err := s.client.TransactWriteItems(ctx, in, sent.option)
+		cctx, span := s.call(ctx, "TransactWriteItems", items)
+		_, err := s.client.TransactWriteItems(cctx, in, sent.option)
+		endCall(span, err)
 		sent.attempts++
 		if err == nil {
 			return Result{Outcome: Processed, Record: rec}, nil
@@ -149,6 +152,17 @@ func isTransient(err error) bool {
 		return ae.ErrorFault() == smithy.FaultServer
 	}
 	return false
+}
+
+// tablesOf is the tables items write, each once, for a call's span.
+func tablesOf(items []types.TransactWriteItem) []string {
+	var out []string
+	for _, w := range items {
+		if t := writeTable(w); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func writeTable(w types.TransactWriteItem) string {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"log"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -11,10 +12,15 @@ import (
 
 	"github.com/idemkit/kit/functions/internal/awsenv"
 	"github.com/idemkit/kit/functions/internal/credit"
+	"github.com/idemkit/kit/functions/internal/telemetry"
 	"github.com/idemkit/kit/functions/ledger/internal/ledger"
 )
 
 func main() {
+	flush, err := telemetry.Start(context.Background()) // OTLP traces when OTEL_* ask for them
+	if err != nil {
+		log.Fatal(err)
+	}
 	env, err := ledger.LoadEnv(nil) // PROCESSED_TABLE, LEDGER_TABLE, RETENTION_DAYS
 	if err != nil {
 		log.Fatal(err)
@@ -31,5 +37,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(h)
+	lambda.Start(telemetry.Flushing(h, flush))
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"log"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -11,10 +12,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idemkit/kit/functions/internal/awsenv"
+	"github.com/idemkit/kit/functions/internal/telemetry"
 	"github.com/idemkit/kit/idem/outbox"
 )
 
 func main() {
+	flush, err := telemetry.Start(context.Background()) // OTLP traces when OTEL_* ask for them
+	if err != nil {
+		log.Fatal(err)
+	}
 	cfg, err := awsenv.Config(nil) // the Region and role credentials Lambda sets
 	if err != nil {
 		log.Fatal(err)
@@ -26,5 +32,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(relay.Handle) // DynamoDB stream batches, answered with the first record not sent
+	lambda.Start(telemetry.Flushing(relay.Handle, flush)) // DynamoDB stream batches, answered with the first record not sent
 }

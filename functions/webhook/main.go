@@ -14,11 +14,16 @@ import (
 
 	"github.com/idemkit/kit/functions/internal/awsenv"
 	"github.com/idemkit/kit/functions/internal/credit"
+	"github.com/idemkit/kit/functions/internal/telemetry"
 	"github.com/idemkit/kit/functions/webhook/internal/routes"
 	"github.com/idemkit/kit/idem/webhook/secrets"
 )
 
 func main() {
+	flush, err := telemetry.Start(context.Background()) // OTLP traces when OTEL_* ask for them
+	if err != nil {
+		log.Fatal(err)
+	}
 	ctx := context.Background()
 	env, err := credit.LoadEnv(nil)
 	if err != nil {
@@ -39,5 +44,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(mux.Handle) // HTTP API (v2) and REST API (v1) events alike
+	lambda.Start(telemetry.Flushing(mux.Handle, flush)) // HTTP API (v2) and REST API (v1) events alike
 }

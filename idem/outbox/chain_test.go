@@ -1,8 +1,13 @@
 package outbox_test
 
 import (
+	"strings"
+
 	"context"
 	"fmt"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"testing"
@@ -51,7 +56,10 @@ func TestChain(t *testing.T) {
 	}
 
 	// 12 credits, each delivered twice, each announcing itself once.
-	quiet := func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) }
+	// One TracerProvider for the three hops, as one collector sees them.
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	quiet := func(o *idem.Options) { o.Logger, o.TracerProvider = slog.New(slog.DiscardHandler), tp }
 	store, err := idem.New(te.Client, te.Processed, quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +84,7 @@ func TestChain(t *testing.T) {
 		ids[m.ClaimKey] = m.ID
 	}
 	records := idemtest.StreamRecords(t, te.Client, te.Processed)
-	relay, err := outbox.New(func(o *outbox.Options) { o.SQS = sq })
+	relay, err := outbox.New(func(o *outbox.Options) { o.SQS, o.TracerProvider = sq, tp })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +147,54 @@ func TestChain(t *testing.T) {
 			t.Errorf("credit %d: its message %s was received %d times, want %d", n, id, received[id], want)
 		}
 	}
+	checkTraces(t, spans.Ended(), credits)
 	if got := idemtest.ItemCount(t, te.Client, ledger); got != credits {
 		t.Errorf("want %d ledger entries, one per credit, got %d", credits, got)
 	}
 	if got := te.Balance(t, "acc-1"); got != 66 {
 		t.Errorf("balance %d, want 66 (0 + 1 + … + 11)", got)
 	}
+}
+
+// checkTraces: each credit's trace runs from its delivery (process
+// credits) through its commit and the relay's send to the ledger's
+// delivery of its message: one trace id, each span the next one's parent.
+func checkTraces(t *testing.T, ended []sdktrace.ReadOnlySpan, credits int) {
+	t.Helper()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range ended {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	chains := 0
+	for _, s := range ended {
+		if !strings.HasPrefix(s.Name(), "process ledger") || outcome(s) != "Processed" {
+			continue
+		}
+		send, ok := byID[s.Parent().SpanID()]
+		if !ok || !strings.HasPrefix(send.Name(), "send ledger") {
+			t.Errorf("%s: want a send span as its parent, got %v", s.Name(), s.Parent())
+			continue
+		}
+		delivery, ok := byID[send.Parent().SpanID()]
+		if !ok || delivery.Name() != "process credits" || outcome(delivery) != "Processed" || delivery.SpanContext().TraceID() != s.SpanContext().TraceID() {
+			t.Errorf("%s: want its send's parent the credit's delivery, in one trace", s.Name())
+			continue
+		}
+		if chains == 0 {
+			t.Logf("one credit's trace %s: %s → %s → %s", s.SpanContext().TraceID(), delivery.Name(), send.Name(), s.Name())
+		}
+		chains++
+	}
+	if chains != credits {
+		t.Errorf("want %d traces from delivery to ledger, got %d", credits, chains)
+	}
+}
+
+func outcome(s sdktrace.ReadOnlySpan) string {
+	for _, kv := range s.Attributes() {
+		if kv.Key == "idem.outcome" {
+			return kv.Value.AsString()
+		}
+	}
+	return ""
 }

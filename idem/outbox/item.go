@@ -21,6 +21,8 @@ const FilterPattern = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{
 type item struct {
 	id, destination, typ, body, group, createdAt string
 	attributes                                   map[string]string
+	traceparent                                  string // the committing delivery's trace context
+	traceHeader                                  string // the X-Ray header the send carries on: its span's
 }
 
 // errNotOutbox: the record is not a new outbox item, and has nothing to
@@ -46,6 +48,7 @@ func readItem(rec events.DynamoDBEventRecord) (item, error) {
 	it := item{
 		id: str(img, wire.IDAttr), destination: str(img, wire.DestinationAttr), typ: str(img, wire.TypeAttr),
 		body: str(img, wire.BodyAttr), group: str(img, wire.GroupAttr), createdAt: str(img, wire.CreatedAtAttr),
+		traceparent: str(img, wire.TraceParentAttr),
 	}
 	if v, ok := img[wire.AttributesAttr]; ok && v.DataType() == events.DataTypeMap {
 		it.attributes = map[string]string{}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -58,10 +60,20 @@ type Options struct {
 	// failure, and an ERROR record for an outbox item that cannot be
 	// sent as it is. Defaults to slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider makes a send span for each message, a child of the
+	// trace its committing delivery stored with it. Defaults to
+	// OpenTelemetry's global one, which makes none until a program
+	// installs one; the stored trace is carried on to the consumer either
+	// way.
+	TracerProvider trace.TracerProvider
 }
 
 // Relay sends outbox items from a DynamoDB stream.
-type Relay struct{ o Options }
+type Relay struct {
+	o      Options
+	tracer trace.Tracer
+}
 
 // New returns a Relay.
 func New(optFns ...func(*Options)) (*Relay, error) {
@@ -87,7 +99,10 @@ func New(optFns ...func(*Options)) (*Relay, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Relay{o: o}, nil
+	if o.TracerProvider == nil {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	return &Relay{o: o, tracer: o.TracerProvider.Tracer("github.com/idemkit/kit/idem/outbox")}, nil
 }
 
 // SendError reports an outbox item its destination did not take.

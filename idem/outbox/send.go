@@ -16,8 +16,11 @@ import (
 )
 
 // send sends items, all bound for one destination, in one call; on
-// failure, k is the first item not sent.
-func (r *Relay) send(ctx context.Context, items []item) (int, error) {
+// failure, k is the first item not sent. Each item's send is a span of
+// the trace its delivery began, and carries that trace on to the consumer.
+func (r *Relay) send(ctx context.Context, items []item) (k int, err error) {
+	spans := r.startSends(ctx, items)
+	defer func() { endSends(spans, k, err) }()
 	if isEventBridge(items[0].destination) {
 		return r.putEvents(ctx, items)
 	}
@@ -39,6 +42,10 @@ func (r *Relay) sendMessages(ctx context.Context, items []item) (int, error) {
 			attrs[name] = stringAttr(v)
 		}
 		entries[k] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(k)), MessageBody: aws.String(it.body), MessageAttributes: attrs}
+		if it.traceHeader != "" { // a system attribute: it takes none of the message's 10
+			entries[k].MessageSystemAttributes = map[string]sqstypes.MessageSystemAttributeValue{
+				"AWSTraceHeader": {DataType: aws.String("String"), StringValue: aws.String(it.traceHeader)}}
+		}
 		if isFIFO(dest) {
 			entries[k].MessageDeduplicationId = aws.String(it.id)
 			entries[k].MessageGroupId = aws.String(groupID(it.group))
@@ -85,6 +92,9 @@ func (r *Relay) putEvents(ctx context.Context, items []item) (int, error) {
 		}
 		if t, err := time.Parse(time.RFC3339Nano, it.createdAt); err == nil {
 			entries[k].Time = &t
+		}
+		if it.traceHeader != "" { // the target (a Lambda function) reads it as its trace
+			entries[k].TraceHeader = aws.String(it.traceHeader)
 		}
 	}
 	out, err := r.o.EventBridge.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})

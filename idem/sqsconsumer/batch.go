@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/hook"
 )
 
 // runWaves is the batch-transactions mode: wave w is the w-th record of
@@ -58,7 +59,15 @@ func (c *consumer) runWaves(ctx, work context.Context, recs []events.SQSMessage,
 		if len(msgs) == 0 {
 			continue
 		}
-		out := c.door.Store.ProcessBatch(work, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
+		bctx := work
+		if c.door.Tracing() {
+			spans := make([]hook.Span, len(idx))
+			for j, i := range idx {
+				spans[j] = span(recs[i])
+			}
+			bctx = hook.WithBatchSpans(work, spans)
+		}
+		out := c.door.Store.ProcessBatch(bctx, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
 			return c.h(ctx, recs[idx[j]])
 		})
 		for j, r := range out {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
+	"github.com/idemkit/kit/idem/internal/hook"
 )
 
 // Handler reads one record and describes its effect, as an idem.Handler
@@ -235,6 +236,9 @@ func (c *consumer) processRecord(ctx context.Context, rec events.SQSMessage) err
 	msg, err := c.keyed(ctx, rec)
 	if err != nil {
 		return err
+	}
+	if c.door.Tracing() {
+		ctx = hook.WithSpan(ctx, span(rec))
 	}
 	_, err = c.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		return c.h(ctx, rec)

@@ -7,9 +7,12 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
+	"github.com/idemkit/kit/idem/internal/hook"
 )
 
 // ClaimedOptions configure Claimed. Every default is written once, on its
@@ -52,6 +55,12 @@ func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventReco
 			err := fmt.Errorf("stream record %s has no eventID", rec.Change.SequenceNumber)
 			door.Fail(ctx, msg, err)
 			return err
+		}
+		// OpenTelemetry's FaaS conventions: a datasource trigger, the table.
+		if door.Tracing() {
+			ctx = hook.WithSpan(ctx, hook.Span{Name: "process " + TableName(rec.EventSourceArn), Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
+				attribute.String("faas.trigger", "datasource"), attribute.String("faas.document.collection", TableName(rec.EventSourceArn)),
+				attribute.String("faas.document.operation", rec.EventName), attribute.String("messaging.message.id", rec.EventID)}})
 		}
 		_, err := door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return h(ctx, rec) })
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
+	"github.com/idemkit/kit/idem/internal/hook"
 )
 
 // Receiver turns API Gateway deliveries into exactly-once effects, each
@@ -225,6 +226,9 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 			stored, err = decodeResponse(rec.Response)
 			return err
 		}}
+	if r.door.Tracing() {
+		ctx = hook.WithSpan(ctx, span(req))
+	}
 	res, err := r.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		resp, eff, err := r.handler(ctx, req)
 		if err != nil {

@@ -24,6 +24,7 @@ var goBenchmarks = []struct {
 	kit      bool // a CPU cost of the kit's own, on one core
 }{
 	{"./idem", "^BenchmarkProcess$", true},
+	{"./idem", "^BenchmarkTracing$", true},
 	{"./idem/sqsconsumer", "^BenchmarkSQSAdapter", true},
 	{"./idem/webhook", "^BenchmarkWebhook$", true},
 	{"./idem/internal/localdynamo", "^BenchmarkTransactWriteItems$", false},

@@ -72,6 +72,7 @@ func (r report) markdown() string {
 				p("| %s | %.0f | %.1f | %.0f | %.0f |\n", c.name, c.nsPerOp, c.cpu/n/1000, c.bPerOp/n, c.allocs/n)
 			}
 		}
+		p("%s", tracingParagraph(r.cpu))
 		p("\n### Local server: one claim + credit transaction by table size\n\n| benchmark | ms/op |\n|---|---|\n")
 		for _, c := range r.cpu {
 			if !c.kit {
@@ -203,10 +204,14 @@ func (r report) targets() []target {
 	}
 	out = append(out, r.leaseTargets()...)
 	out = append(out, r.outboxTargets()...)
+	out = append(out, tracingTargets(r.cpu)...)
 	var worstNs, worstAllocs float64
 	var nsName, allocName string
 	var small, large float64
 	for _, c := range r.cpu {
+		if c.name == tracingSDK {
+			continue // OpenTelemetry's SDK's cost, stated apart (tracingTargets)
+		}
 		if !c.kit {
 			switch {
 			case strings.HasSuffix(c.name, "items=100"):

@@ -197,6 +197,15 @@ func runDemo(ctx context.Context, w io.Writer, s *localstack.Stack, secrets map[
 	if bad > 0 {
 		return fmt.Errorf("%d balance(s) or ledger count(s) differ from one effect per message", bad)
 	}
+	if s.Traces != nil {
+		// The chain's last spans arrive as the ledger's invokes end.
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s.Traces.Wait(tctx, func([]localstack.Span) bool { return len(localstack.Services(s.Traces.Widest())) >= 3 })
+		cancel()
+		if tr := s.Traces.Widest(); len(tr) > 0 {
+			fmt.Fprintf(w, "\ndemo: one message's trace (%s/traces/%s):\n%s\n", s.Traces.URL, tr[0].TraceID, localstack.Tree(tr))
+		}
+	}
 	fmt.Fprintf(w, "demo: one effect per message\n")
 	return nil
 }

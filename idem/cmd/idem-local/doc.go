@@ -112,6 +112,16 @@
 //	demo: receipts service: 9 call(s), 9 receipt(s) issued, at most 1 call(s) in flight for one key, 0 refused as concurrent (409)
 //	demo: 6 message(s) in idem-local-CreditsDeadLetterQueue (the 6 copies of the messages that are no credit, after their last receive)
 //	demo: ledger: 9 new entries for 9 credits in idem-local-LedgerTable (0 before)  ok
+//
+//	demo: one message's trace (http://127.0.0.1:4318/traces/42283f59b7251f62c4c2195244d15f40):
+//	trace 42283f59b7251f62c4c2195244d15f40
+//	  POST /webhooks/credits              WebhookFunction  +   0.0 ms    61.3 ms outcome=Processed cached=false attempts=1
+//	    DynamoDB.UpdateItem               WebhookFunction  +   0.0 ms    37.3 ms
+//	    DynamoDB.TransactWriteItems       WebhookFunction  +  38.9 ms    18.2 ms
+//	    send idem-local-LedgerQueue       RelayFunction    + 278.3 ms    25.8 ms messaging.message.id=1b72…
+//	      process idem-local-LedgerQueue  LedgerFunction   + 342.3 ms    91.6 ms outcome=Processed cached=false attempts=1 …
+//	        DynamoDB.TransactWriteItems   LedgerFunction   + 342.4 ms    91.4 ms
+//
 //	demo: one effect per message
 //
 // The SQS records are sent again as a producer re-sending them would, with
@@ -149,6 +159,10 @@
 //   - -receipts-addr, -no-receipts: where the receipts service listens, or
 //     none (RECEIPTS_URL then stays as the template sets it: empty, no call
 //     out, one transaction per credit).
+//   - -traces-addr: where the functions' spans are received: every
+//     function gets OTEL_EXPORTER_OTLP_ENDPOINT pointing there, as the ADOT
+//     layer's collector on AWS; GET /traces lists the traces received,
+//     /traces/<id> shows one as a tree (empty: the functions export none).
 //   - -quiet: hide the functions' output and the per-request lines.
 //   - -demo, -events, -deliveries: replay events/ and exit (make demo).
 //

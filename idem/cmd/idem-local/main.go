@@ -62,6 +62,7 @@ func main() {
 		eventsDir  = flag.String("events", "events", "the events the demo replays")
 		deliveries = flag.Int("deliveries", 3, "how many times the demo delivers each message")
 		buildDir   = flag.String("build-dir", "bin/local", "where the functions and the emulator are built, and the running stack's stack.json is written")
+		tracesAddr = flag.String("traces-addr", "127.0.0.1:4318", "where the functions' spans are received (their OTEL_EXPORTER_OTLP_ENDPOINT), a loopback address; GET /traces there lists the traces, /traces/<id> shows one; empty: the functions export none")
 		quiet      = flag.Bool("quiet", false, "hide the functions' output, the per-request lines and the line as each build starts")
 	)
 	flag.Var(params, "param", "a template parameter override, `Name=Value` (repeatable)")
@@ -105,6 +106,8 @@ func main() {
 		o.FunctionOutput = fnOut
 		o.AccessLog = accessLog
 		o.BuildDir = *buildDir
+		o.Traces = *tracesAddr != ""
+		o.TracesAddr = *tracesAddr
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "idem-local:", err)
@@ -171,6 +174,9 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 			mode = fmt.Sprintf(", managed-instances mode: %d invokes at once in each", f.MaxConcurrency)
 		}
 		fmt.Fprintf(w, "  function   %-28s up to %d environments%s, timeout %v\n", id, s.Options.Instances, mode, spec.Timeout)
+	}
+	if s.Traces != nil {
+		fmt.Fprintf(w, "  traces     %-28s %s/traces (OTLP/HTTP JSON in; GET /traces lists, /traces/<id> shows one)\n", "OTEL_EXPORTER_OTLP_ENDPOINT", s.Traces.URL)
 	}
 	if s.Receipts != nil {
 		fmt.Fprintf(w, "  receipts   %-28s %s (admin %s: fail, hang, drop, latency, calls, stats, reset)\n", "RECEIPTS_URL", s.Receipts.URL(), s.Receipts.AdminURL())

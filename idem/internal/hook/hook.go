@@ -4,6 +4,13 @@
 // reach it typed, through idem/internal/adapt.
 package hook
 
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
 // Idem is set by idem's init to a value whose methods implement
 // idem/internal/adapt's hooks.
 var Idem any
@@ -12,3 +19,43 @@ var Idem any
 // decoder, for commands (idem/cmd/idem) that show a claim's answer as the
 // Receiver would replay it; nil when idem/webhook is not linked.
 var WebhookResponse func(stored []byte) (status int, headers map[string]string, body []byte, err error)
+
+// Span is how an adapter names the span of a delivery it hands a Store
+// (OpenTelemetry's semantic conventions for its kind of message), and the
+// trace context the message carried, which the delivery continues.
+type Span struct {
+	Name   string
+	Kind   trace.SpanKind
+	Attrs  []attribute.KeyValue
+	Parent trace.SpanContext
+}
+
+type spanKey struct{}
+
+// WithSpan carries s to the Store's delivery span.
+func WithSpan(ctx context.Context, s Span) context.Context {
+	return context.WithValue(ctx, spanKey{}, s)
+}
+
+// SpanFrom is the Span an adapter set, or the zero Span.
+func SpanFrom(ctx context.Context) Span {
+	s, _ := ctx.Value(spanKey{}).(Span)
+	return s
+}
+
+type batchSpansKey struct{}
+
+// WithBatchSpans carries the Span of each message of a batch
+// (Store.ProcessBatch), by index.
+func WithBatchSpans(ctx context.Context, s []Span) context.Context {
+	return context.WithValue(ctx, batchSpansKey{}, s)
+}
+
+// BatchSpanFrom is the Span of message i of a batch, or the zero Span.
+func BatchSpanFrom(ctx context.Context, i int) Span {
+	s, _ := ctx.Value(batchSpansKey{}).([]Span)
+	if i < len(s) {
+		return s[i]
+	}
+	return Span{}
+}

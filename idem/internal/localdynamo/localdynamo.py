@@ -36,8 +36,10 @@ emits, one record per item change that happened:
 Unlike DynamoDB, stream records are kept until the server stops (DynamoDB
 keeps them 24 hours), in one shard per table that never closes.
 It is started by the Go package github.com/idemkit/kit/idem/internal/localdynamo, which
-embeds this file. With --mode sqs it serves moto unpatched and unserialized,
-so SQS long polls never stall DynamoDB requests.
+embeds this file. With --mode sqs it serves moto unserialized, so SQS long
+polls never stall DynamoDB requests, and patched in one way: a
+SendMessageBatch entry's MessageSystemAttributes (its AWSTraceHeader) are
+kept, as SQS keeps them and moto does only for SendMessage.
 """
 
 import argparse
@@ -385,6 +387,35 @@ def patch_shard_iterators(lifetime: float) -> None:
     DynamoDBStreamsBackend.get_records = get_records
 
 
+_batch_entries = threading.local()
+
+
+def patch_sqs_batch_system_attributes() -> None:
+    """SendMessageBatch keeps each entry's MessageSystemAttributes: moto's
+    loop calls send_message for each entry, in order, without them."""
+    from moto.sqs.models import SQSBackend
+
+    send_message = SQSBackend.send_message
+    send_message_batch = SQSBackend.send_message_batch
+
+    def patched_send_message(self, queue_name, message_body, *args, **kwargs):
+        entries = getattr(_batch_entries, "it", None)
+        if entries is not None and "system_attributes" not in kwargs:
+            entry = next(entries, None) or {}
+            kwargs["system_attributes"] = entry.get("MessageSystemAttributes")
+        return send_message(self, queue_name, message_body, *args, **kwargs)
+
+    def patched_send_message_batch(self, queue_name, entries):
+        _batch_entries.it = iter(list(entries.values()))
+        try:
+            return send_message_batch(self, queue_name, entries)
+        finally:
+            _batch_entries.it = None
+
+    SQSBackend.send_message = patched_send_message
+    SQSBackend.send_message_batch = patched_send_message_batch
+
+
 def sweep(now: float) -> dict:
     """Deletes items whose TTL attribute is a number of epoch seconds in the past.
 
@@ -495,6 +526,8 @@ def main() -> None:
         patch_transactions()
         patch_streams()
         patch_shard_iterators(args.shard_iterator_seconds)
+    else:
+        patch_sqs_batch_system_attributes()
     server = Server(DomainDispatcherApplication(create_backend_app), serialize)
     httpd = make_server(args.host, args.port, server, threaded=True)
     if args.exit_on_stdin_eof:

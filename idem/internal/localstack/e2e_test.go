@@ -49,6 +49,7 @@ func TestStackEndToEnd(t *testing.T) {
 		o.RetryDelay = 0
 		o.PollWait = time.Second
 		o.Secrets = map[string]string{"WEBHOOK_SECRET": webhookSecret, "STRIPE_WEBHOOK_SECRET": stripeSecret}
+		o.Traces = true
 		o.Log = &out
 	})
 	if err != nil {
@@ -259,6 +260,43 @@ func TestStackEndToEnd(t *testing.T) {
 			if st := p.Stats(); st.OnFailure != 0 {
 				t.Errorf("%s: %d batches sent to the on-failure queue", p.Source.Function, st.OnFailure)
 			}
+		}
+	})
+
+	run("one credit's trace runs from its delivery through the relay to the ledger", func(t *testing.T) {
+		// The functions export their spans (OTEL_EXPORTER_OTLP_ENDPOINT):
+		// each ledger entry's delivery continues the trace its credit's
+		// delivery began, through the outbox item and the relay's send.
+		ledgerQueue := stack.Queues["LedgerQueue"].Name
+		chains := func(spans []Span) (out [][3]Span) {
+			byID := map[string]Span{}
+			for _, s := range spans {
+				byID[s.SpanID] = s
+			}
+			for _, s := range spans {
+				if s.Name != "process "+ledgerQueue || s.Attrs["idem.outcome"] != "Processed" {
+					continue
+				}
+				send, ok := byID[s.ParentID]
+				if !ok || send.Name != "send "+ledgerQueue {
+					continue
+				}
+				if credit, ok := byID[send.ParentID]; ok && credit.Attrs["idem.outcome"] == "Processed" && credit.TraceID == s.TraceID {
+					out = append(out, [3]Span{credit, send, s})
+				}
+			}
+			return out
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if !stack.Traces.Wait(wctx, func(spans []Span) bool { return len(chains(spans)) >= 3 }) {
+			t.Fatalf("want 3 traces from a credit's delivery to its ledger entry, got %d of %d spans", len(chains(stack.Traces.Spans())), len(stack.Traces.Spans()))
+		}
+		c := chains(stack.Traces.Spans())[0]
+		tree := Tree(stack.Traces.Trace(c[0].TraceID))
+		t.Logf("one credit's trace:\n%s", tree)
+		if !strings.Contains(tree, "DynamoDB.TransactWriteItems") || c[0].Service == c[1].Service || c[1].Service == c[2].Service {
+			t.Errorf("want the commit's transaction in the trace, and three functions' spans, got:\n%s", tree)
 		}
 	})
 

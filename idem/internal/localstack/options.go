@@ -84,6 +84,15 @@ type Options struct {
 	// point at SSM Parameter Store or Secrets Manager. Defaults to none.
 	Secrets map[string]string
 
+	// Traces starts an OTLP endpoint (Stack.Traces) and points every
+	// function's OTEL_EXPORTER_OTLP_ENDPOINT at it, so that their spans
+	// can be read. Defaults to false: the functions export none.
+	Traces bool
+
+	// TracesAddr is where Traces listens, a loopback address. Defaults
+	// to "127.0.0.1:0": any free port.
+	TracesAddr string
+
 	// Env is added to every function's environment, last. Defaults to none.
 	Env map[string]string
 
@@ -152,6 +161,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.ReceiptsAddr == "" {
 		o.ReceiptsAddr = "127.0.0.1:0"
+	}
+	if o.TracesAddr == "" {
+		o.TracesAddr = "127.0.0.1:0"
 	}
 	if o.Instances < 1 {
 		o.Instances = 2

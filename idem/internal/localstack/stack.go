@@ -50,6 +50,8 @@ type Stack struct {
 	// the stack runs none (Options.NoReceipts, or no function wants one):
 	// read its calls to see how the functions called out.
 	Receipts *receipts.Server
+	// Traces receives the functions' spans (Options.Traces), or is nil.
+	Traces *Traces
 
 	resources *Resources
 	dynamo    *localdynamo.Server
@@ -94,6 +96,19 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 	}()
 	if err := os.MkdirAll(o.BuildDir, 0o755); err != nil {
 		return s, fmt.Errorf("localstack: %w", err)
+	}
+	if o.Traces {
+		if s.Traces, err = StartTraces(o.TracesAddr); err != nil {
+			return s, fmt.Errorf("localstack: %w", err)
+		}
+		// The functions export to it as to the ADOT layer's collector.
+		env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": s.Traces.URL}
+		for k, v := range o.Env {
+			env[k] = v
+		}
+		o.Env = env
+		s.Options.Env = env
+		s.logf("traces: an OTLP endpoint on %s receives the functions' spans", s.Traces.URL)
 	}
 
 	// The servers start and the functions build at the same time.
@@ -364,6 +379,9 @@ func (s *Stack) Stop() {
 		wg.Wait()
 		if s.Receipts != nil {
 			_ = s.Receipts.Close()
+		}
+		if s.Traces != nil {
+			s.Traces.Stop()
 		}
 		if s.dynamo != nil {
 			_ = s.dynamo.Stop()

@@ -45,6 +45,7 @@ const (
 	ClaimAttr       = "claimKey"    // the claim key of the message that sent it (S)
 	CreatedAtAttr   = "createdAt"   // when it was written, RFC 3339 (S)
 	IndexAttr       = "index"       // its index in Effect.Messages (N)
+	TraceParentAttr = "traceparent" // the committing delivery's W3C trace context (S), absent when untraced
 
 	// Kind is the value of KindAttr on every outbox item.
 	Kind = "outbox"

@@ -1,0 +1,184 @@
+package idem
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"reflect"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/idemkit/kit/idem/internal/hook"
+)
+
+// Traces: a span per delivery, named and attributed by its adapter as
+// OpenTelemetry's semantic conventions name its kind of message, with the
+// kit's own attributes (the outcome, the key hashed, never in clear);
+// child spans for each DynamoDB call; the delivery's context stored with
+// each outgoing message, for the relay to send on. The library uses the
+// OpenTelemetry API alone. With no TracerProvider installed it starts no
+// span at all, not even a no-op one, so that tracing costs nothing until a
+// user installs one; child spans follow their delivery's: when it is not
+// recorded (sampled out), neither are they, as the SDK's default
+// parent-based sampler would decide.
+
+const tracerName = "github.com/idemkit/kit/idem"
+
+// Span attributes of the kit's own.
+const (
+	attrSource  = attribute.Key("idem.source")
+	attrKeyHash = attribute.Key("idem.key.sha256") // the claim key's SHA-256, 16 hex digits: the key itself may be personal data
+	attrOutcome = attribute.Key("idem.outcome")
+	attrCached  = attribute.Key("idem.cached")
+	attrSends   = attribute.Key("idem.attempts") // transaction sends, the SDK's retries included
+	attrToken   = attribute.Key("idem.lease.token")
+)
+
+// unsetGlobal is OpenTelemetry's global TracerProvider as it is until one
+// is installed (otel.SetTracerProvider): it hands out tracers that forward
+// to the one installed later, and until then start no-op spans. Nil if
+// something installed one before this package's init.
+var unsetGlobal = func() trace.TracerProvider {
+	tp := otel.GetTracerProvider()
+	if reflect.TypeOf(tp).String() != "*global.tracerProvider" {
+		return nil
+	}
+	return tp
+}()
+
+// tracing reports whether a TracerProvider is installed now: a delivery's
+// spans, and the attributes adapters gather for them, are then worth
+// their cost.
+func (s *Store) tracing() bool {
+	switch tp := s.opts.TracerProvider; {
+	case tp == unsetGlobal:
+		return otel.GetTracerProvider() != unsetGlobal
+	case reflect.TypeOf(tp) == noopType:
+		return false
+	}
+	return true
+}
+
+var noopType = reflect.TypeFor[noop.TracerProvider]()
+
+// deliveryTrace is what a delivery's span gathers on its way.
+type deliveryTrace struct {
+	span  trace.Span
+	sends int
+}
+
+type traceKey struct{}
+
+// startDelivery starts msg's span: named and attributed by the adapter
+// that received it (hook.WithSpan), else "process <source>", a child of the
+// message's own trace context when the adapter read one; batch is the
+// message's place in a batch (hook.WithBatchSpans), or -1. Nil when no
+// span is recorded.
+func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (context.Context, *deliveryTrace) {
+	if !s.tracing() {
+		return ctx, nil
+	}
+	d := hook.SpanFrom(ctx)
+	if batch >= 0 {
+		d = hook.BatchSpanFrom(ctx, batch)
+	}
+	if d.Name == "" {
+		d.Name, d.Kind = "process "+msg.Source, trace.SpanKindConsumer
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(d.Kind), trace.WithAttributes(d.Attrs...), trace.WithAttributes(attrSource.String(msg.Source))}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		opts = append(opts, trace.WithAttributes(attribute.String("faas.invocation_id", lc.AwsRequestID), attribute.String("cloud.resource_id", lc.InvokedFunctionArn)))
+	}
+	if d.Parent.IsValid() {
+		// The message's own trace continues; the invoke's, if any, is linked.
+		if here := trace.SpanContextFromContext(ctx); here.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: here}))
+		}
+		ctx = trace.ContextWithRemoteSpanContext(ctx, d.Parent)
+	}
+	ctx, span := s.tracer.Start(ctx, d.Name, opts...)
+	if !span.IsRecording() {
+		span.End()
+		return ctx, nil // its context still goes on, marked not sampled
+	}
+	t := &deliveryTrace{span: span}
+	return context.WithValue(ctx, traceKey{}, t), t
+}
+
+// end ends the delivery's span with what became of it.
+func (t *deliveryTrace) end(key string, res Result, err error) {
+	if t == nil {
+		return
+	}
+	outcome := OutcomeOf(res, err)
+	attrs := []attribute.KeyValue{attrOutcome.String(string(outcome)), attrCached.Bool(res.Cached), attrSends.Int(t.sends)}
+	if key != "" {
+		sum := sha256.Sum256([]byte(key))
+		attrs = append(attrs, attrKeyHash.String(hex.EncodeToString(sum[:8])))
+	}
+	if res.Record.Token != 0 {
+		attrs = append(attrs, attrToken.Int64(res.Record.Token))
+	}
+	var fe *FencedError
+	if errors.As(err, &fe) {
+		attrs = append(attrs, attrToken.Int64(fe.Token))
+	}
+	t.span.SetAttributes(attrs...)
+	switch outcome {
+	case Failed, KeyReuse, Fenced:
+		t.span.RecordError(err)
+		t.span.SetStatus(codes.Error, string(outcome))
+	}
+	t.span.End()
+}
+
+// call starts a DynamoDB call's span, as OpenTelemetry names an AWS SDK
+// call: "DynamoDB.<operation>", with the tables a transaction's items
+// write, or the claims table; nil outside a recorded delivery. A
+// transaction's counts its sends toward the delivery's attempts.
+func (s *Store) call(ctx context.Context, operation string, items []types.TransactWriteItem) (context.Context, trace.Span) {
+	t, ok := ctx.Value(traceKey{}).(*deliveryTrace)
+	if !ok {
+		return ctx, nil
+	}
+	if operation == "TransactWriteItems" {
+		t.sends++
+	}
+	tables := []string{s.table}
+	if items != nil {
+		tables = tablesOf(items)
+	}
+	return s.tracer.Start(ctx, "DynamoDB."+operation, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("rpc.system", "aws-api"), attribute.String("rpc.service", "DynamoDB"), attribute.String("rpc.method", operation),
+		attribute.String("db.system.name", "aws.dynamodb"), attribute.StringSlice("aws.dynamodb.table_names", tables)))
+}
+
+// endCall ends a call's span with its error, if any.
+func endCall(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "")
+	}
+	span.End()
+}
+
+// traceParent is the W3C traceparent of ctx's span (version 00), stored
+// with the outgoing messages a delivery commits, or "" when none is
+// sampled.
+func traceParent(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsSampled() {
+		return ""
+	}
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}

@@ -1,0 +1,168 @@
+package idem_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+)
+
+// spansOf is a TracerProvider whose spans a test reads.
+func spansOf() (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), rec
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[string]string {
+	m := map[string]string{}
+	for _, kv := range s.Attributes() {
+		m[string(kv.Key)] = kv.Value.String()
+	}
+	return m
+}
+
+// TestSpans: a delivery is a span with its source, outcome, attempts and
+// the key hashed, never in clear; each transaction a child span named as
+// OpenTelemetry names an AWS SDK call; a cached duplicate no call's span;
+// the outgoing message carries the delivery's trace context.
+func TestSpans(t *testing.T) {
+	tp, rec := spansOf()
+	e := newEnv(t, func(o *idem.Options) { o.TracerProvider, o.CacheSize = tp, 10 })
+	ctx := context.Background()
+	announce := func(_ context.Context, m idem.Message) (idem.Effect, error) {
+		eff, err := e.creditHandler(nil)(ctx, m)
+		eff.Messages = []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b"}}
+		return eff, err
+	}
+	msg := idem.Message{ID: "secret-customer-id", Source: "credits"}
+	for range 2 {
+		if _, err := e.store.Process(ctx, msg, announce); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spans := rec.Ended()
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.Name())
+	}
+	t.Logf("spans: %s", strings.Join(names, ", "))
+	if len(spans) != 3 || spans[0].Name() != "DynamoDB.TransactWriteItems" || spans[1].Name() != "process credits" || spans[2].Name() != "process credits" {
+		t.Fatalf("want the transaction's span, then two deliveries', got %v", names)
+	}
+	tx, first, dup := spans[0], spans[1], spans[2]
+	if tx.Parent().SpanID() != first.SpanContext().SpanID() || attrs(tx)["rpc.service"] != "DynamoDB" || attrs(tx)["aws.dynamodb.table_names"] == "" {
+		t.Errorf("the transaction's span: want a child of the first delivery's, attributed, got %v under %v", attrs(tx), tx.Parent())
+	}
+	for _, c := range []struct {
+		s       sdktrace.ReadOnlySpan
+		outcome string
+		cached  string
+		sends   string
+	}{{first, "Processed", "false", "1"}, {dup, "Duplicate", "true", "0"}} {
+		a := attrs(c.s)
+		if a["idem.outcome"] != c.outcome || a["idem.cached"] != c.cached || a["idem.attempts"] != c.sends || a["idem.source"] != "credits" || len(a["idem.key.sha256"]) != 16 {
+			t.Errorf("%s: want outcome %s, cached %s, %s attempts, the source and a hashed key, got %v", c.s.Name(), c.outcome, c.cached, c.sends, a)
+		}
+		for k, v := range a {
+			if strings.Contains(v, "secret-customer-id") {
+				t.Errorf("%s: the key in clear in %s=%s", c.s.Name(), k, v)
+			}
+		}
+	}
+	out := idemtest.OutboxItems(t, e.client, e.processed)
+	for _, it := range out {
+		want := "00-" + first.SpanContext().TraceID().String() + "-" + first.SpanContext().SpanID().String() + "-01"
+		if got := str(it, "traceparent"); got != want {
+			t.Errorf("the outbox item's traceparent: want %s, got %q", want, got)
+		}
+	}
+	if len(out) != 1 {
+		t.Errorf("want 1 outbox item, got %d", len(out))
+	}
+}
+
+// TestLeaseSpans: the lease's UpdateItem is a span, and the delivery's
+// carries its fencing token.
+func TestLeaseSpans(t *testing.T) {
+	tp, rec := spansOf()
+	e := newEnv(t, func(o *idem.Options) { o.TracerProvider = tp })
+	if _, err := e.store.ProcessLeased(context.Background(), idem.Message{ID: "l-1", Source: "pay"}, e.creditHandler(nil)); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var token string
+	for _, s := range rec.Ended() {
+		names = append(names, s.Name())
+		if s.Name() == "process pay" {
+			token = attrs(s)["idem.lease.token"]
+		}
+	}
+	if strings.Join(names, ",") != "DynamoDB.UpdateItem,DynamoDB.TransactWriteItems,process pay" || token != "1" {
+		t.Errorf("want the lease's UpdateItem, the commit and the delivery with token 1, got %v, token %q", names, token)
+	}
+}
+
+// TestNoTracerProviderNoSpans: with none installed, nothing is recorded
+// and the outbox item carries no trace context.
+func TestNoTracerProviderNoSpans(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.store.Process(context.Background(), idem.Message{ID: "n-1", Source: "s"}, func(context.Context, idem.Message) (idem.Effect, error) {
+		return idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "b"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range idemtest.OutboxItems(t, e.client, e.processed) {
+		if _, ok := it["traceparent"]; ok {
+			t.Errorf("an untraced delivery's outbox item has a traceparent: %v", it)
+		}
+	}
+}
+
+// TestProviders: the global TracerProvider is read at each delivery, so
+// one installed after New traces; a no-op one, or a sampler that drops the
+// delivery, records nothing, its calls' spans included.
+func TestProviders(t *testing.T) {
+	ctx := context.Background()
+	deliver := func(t *testing.T, s *idem.Store, id string) {
+		t.Helper()
+		if _, err := s.Process(ctx, idem.Message{ID: id, Source: "s"}, func(context.Context, idem.Message) (idem.Effect, error) {
+			return idem.Effect{}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("the global one, installed after New", func(t *testing.T) {
+		e := newEnv(t) // no TracerProvider: the global one
+		tp, rec := spansOf()
+		otel.SetTracerProvider(tp)
+		t.Cleanup(func() { otel.SetTracerProvider(tracenoop.NewTracerProvider()) })
+		deliver(t, e.store, "g-1")
+		if n := len(rec.Ended()); n != 2 {
+			t.Errorf("%d spans, want the delivery's and its transaction's", n)
+		}
+	})
+	t.Run("sampled out", func(t *testing.T) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.NeverSample()))
+		e := newEnv(t, func(o *idem.Options) { o.TracerProvider = tp })
+		deliver(t, e.store, "n-1")
+		if n := len(rec.Ended()) + len(rec.Started()); n != 0 {
+			t.Errorf("%d spans recorded for a delivery sampled out", n)
+		}
+	})
+}
+
+func str(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
