@@ -45,6 +45,7 @@ func bench() error {
 		streamN   = flag.Int("streams", 200, "timed messages in each of the storm section's streams (rare duplicates, and every message 3 times), after 32 to warm up")
 		sweepN    = flag.Int("sweep", 100, "timed messages in each stream of the ReadFirstAbove sweep (5%, 20%, 40% and 50% duplicates), after 32 to warm up")
 		sweepAt   = flag.String("sweepat", "-1,0.1,0.5", "values of ReadFirstAbove the sweep runs beside the library's default, comma-separated")
+		coalN     = flag.Int("coalesce", 50, "messages the coalesce section delivers 8 times at once each")
 		only      = flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); empty runs them all")
 		modelPath = flag.String("model", modelPublished, "DynamoDB latency model: a JSON file of per-operation p50/p99 (model.go has the format), \""+modelPublished+"\" for the published figures of model-published.json, or \""+modelOff+"\" to measure on the local server alone")
 		seed      = flag.Uint64("seed", 1, "seed of the model's draws: a run with the same seed draws the same delays for each operation")
@@ -132,6 +133,11 @@ func bench() error {
 	}
 	if runs("sweep") {
 		if rep.sweep, err = runSweep(ctx, rep.servers, *sweepN, sweepValues, *seed); err != nil {
+			return err
+		}
+	}
+	if runs("coalesce") {
+		if rep.coalesce, err = runCoalesce(ctx, rep.servers, *coalN); err != nil {
 			return err
 		}
 	}
@@ -308,7 +314,7 @@ func batchDeliverer(st strategy) func(context.Context, []message) []message {
 }
 
 // sections are the parts of a run that -only names.
-var sections = []string{"strategies", "powertools", "storm", "sweep", "cpu", "coldstarts", "lease", "outbox"}
+var sections = []string{"strategies", "powertools", "storm", "sweep", "coalesce", "cpu", "coldstarts", "lease", "outbox"}
 
 // parseOnly reads -only: a comma-separated list of sections, or "" for
 // all of them.

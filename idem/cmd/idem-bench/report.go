@@ -24,6 +24,7 @@ type report struct {
 	outbox                                     *outboxResult     // likewise
 	streams                                    *streamsResult    // likewise
 	sweep                                      *sweepResult      // likewise
+	coalesce                                   *coalesceResult   // likewise
 
 	servers []server       // every latency's, the local server first
 	model   *model         // nil with -model off
@@ -49,6 +50,7 @@ func (r report) markdown() string {
 	r.leaseSection(p)
 	r.outboxSection(p)
 	r.streamsSection(p)
+	r.coalesceSection(p)
 
 	if kits := r.kitRows(); len(kits) == 2 {
 		p("## The SQS adapter on batches of 10\n\n")
@@ -208,6 +210,7 @@ func (r report) targets() []target {
 	out = append(out, r.leaseTargets()...)
 	out = append(out, r.outboxTargets()...)
 	out = append(out, r.streamsTargets()...)
+	out = append(out, r.coalesceTargets()...)
 	var worstNs, worstAllocs float64
 	var nsName, allocName string
 	var small, large float64

@@ -230,3 +230,23 @@ func TestStreamsCount(t *testing.T) {
 		})
 	}
 }
+
+// TestCoalesce: deliveries of one key at once in one Store cost one
+// call and one handler run per message.
+func TestCoalesce(t *testing.T) {
+	const n = 3
+	res, err := runCoalesce(context.Background(), []server{{"local", idemtest.Endpoint(t)}}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.rows[0]
+	if w.calls() != n || w.ops["TransactWriteItems"] != n || w.runs != n || w.doubles != 0 {
+		t.Errorf("expect %d calls, all TransactWriteItems, %d runs and no double effects; got %v, %d runs, %d doubles", n, n, w.ops, w.runs, w.doubles)
+	}
+	if w.outcomes[idem.Processed] != n || w.outcomes[idem.Duplicate] != n*(coalesceAt-1) || w.cached != n*(coalesceAt-1) {
+		t.Errorf("expect %d Processed and %d Duplicates with no call, got %v and %d", n, n*(coalesceAt-1), w.outcomes, w.cached)
+	}
+	if got := (report{servers: []server{{"local", ""}}, coalesce: res}).coalesceTargets(); !got[0].met {
+		t.Errorf("expect the target met, got %+v", got[0])
+	}
+}

@@ -303,6 +303,14 @@ func (r report) streamsTargets() []target {
 		}
 	}
 	where = append(where, fmt.Sprintf("%d in the streams (%d messages, both options, every server)", doubles, deliveries))
+	if c := r.coalesce; c != nil {
+		d := 0
+		for _, w := range c.rows {
+			d += w.doubles
+		}
+		doubles += d
+		where = append(where, fmt.Sprintf("%d coalescing (%d messages × %d servers)", d, c.n, len(c.rows)))
+	}
 	if kits := r.kitRows(); len(kits) > 0 {
 		d := 0
 		for _, k := range kits {
