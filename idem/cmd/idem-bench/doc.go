@@ -1,9 +1,11 @@
 // Command idem-bench runs this kit side by side with check-then-act, the
 // two-phase lock and a bare UpdateItem on one local DynamoDB endpoint, and
 // Powertools for AWS Lambda (TypeScript) itself on the same endpoint, the
-// kit's lease mode beside its one-transaction mode, then the kit's CPU
-// benchmarks and its functions' cold starts (-only picks some), and prints the
-// tables (and writes them as Markdown with -out). Run it from the module's
+// kit's lease mode beside its one-transaction mode, streams of duplicates
+// (rare, and a redelivery storm) through the kit and Powertools, a sweep of
+// Options.ReadFirstAbove, deliveries of one key at once in one process,
+// then the kit's CPU benchmarks and its functions' cold starts (-only picks
+// some), and prints the tables (and writes them as Markdown with -out). Run it from the module's
 // root: it builds the functions with the Makefile, as sam build does.
 //
 // Every latency is measured twice, taking turns: on the local server, which
@@ -37,6 +39,33 @@
 //     local cache, beside a bare UpdateItem from the same Node process; its
 //     crash window both ways: the handler throws after its write, or its
 //     process dies there.
+//   - Duplicates in numbers (-only storm): two streams played one delivery
+//     at a time, in one order drawn from -seed, by every strategy: rare
+//     (1 message in 19 delivered twice, 5% of deliveries) and storm (every
+//     message 3 times, each duplicate 1 to 9 messages after its first,
+//     messages interleaved), -streams timed messages each after 32 untimed
+//     ones that let the kit's per-sender share of duplicates settle (a
+//     moving average over about 16 deliveries, which ReadFirstAbove is
+//     compared with). This kit with its defaults (ReadFirstAbove 0.3, no
+//     cache) and with ReadFirstAbove -1, to show what the read saves; the
+//     floor (one 2-action TransactWriteItems per first delivery, one
+//     GetItem per duplicate, no idempotency code); and Powertools for
+//     TypeScript with its default configuration through bench.js, the same
+//     order on the same servers. For each: first-delivery and duplicate p50
+//     and p99, their mean, calls per delivery by operation and double
+//     effects; then what a duplicate costs in request units and dollars, by
+//     DynamoDB's documentation, from the storm's counted calls. The issue's
+//     targets are judged on the model's figures.
+//   - The ReadFirstAbove sweep (-only sweep): the kit with the library's
+//     default and each of -sweepat, over streams of 5%, 20%, 40% and 50%
+//     duplicates (-sweep messages each), on the model alone: each value's
+//     mean delivery time, measured and as the model's distributions make
+//     the calls it made cost on average, and which value is lowest.
+//   - Deliveries of one key at once in one process (-only coalesce): one
+//     Store, 8 goroutines released together delivering the same message
+//     through Store.Process, the handler holding 50 ms, over -coalesce
+//     messages: calls and handler runs per message (1 each), outcomes and
+//     double effects, on every server.
 //   - The lease mode beside the one-transaction mode, the handler calling a
 //     stand-in payment API (-external, 20 ms) that deduplicates its key:
 //     latency, and the external calls made when each message is delivered

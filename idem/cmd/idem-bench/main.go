@@ -34,7 +34,7 @@ func bench() error {
 		benchtime = flag.String("benchtime", "1s", "go test -benchtime for the kit's CPU benchmarks")
 		count     = flag.Int("count", 5, "go test -count: runs per benchmark; the tables show the median")
 		coldN     = flag.Int("coldstarts", 5, "cold starts per function under the Lambda emulator; 0 skips them")
-		ptools    = flag.Bool("powertools", true, "also run Powertools for AWS Lambda (TypeScript) idempotency with node, installed by npm ci into "+powertoolsDir)
+		ptools    = flag.Bool("powertools", true, "also run Powertools for AWS Lambda (TypeScript) idempotency with node, installed by npm ci into "+powertoolsDir+": its section, and its line in the storm section")
 		out       = flag.String("out", "", "also write the tables as Markdown to this file")
 		benchOut  = flag.String("benchout", "", "write the Go benchmarks' raw output (benchstat's input) to this file")
 		extDelay  = flag.Duration("external", 20*time.Millisecond, "latency of the external service the lease section's handler calls")
@@ -42,6 +42,10 @@ func bench() error {
 		relayN    = flag.Int("relay", 2000, "outbox messages the outbox section's relay sends")
 		relayRTT  = flag.Duration("relayrtt", 20*time.Millisecond, "round trip of the SQS stand-in the outbox section's relay sends one batch to, in sequence and concurrently; 0 skips it")
 		e2eN      = flag.Int("ledger", 50, "credits timed to their ledger entry on the local stack; 0 skips the stack")
+		streamN   = flag.Int("streams", 200, "timed messages in each of the storm section's streams (rare duplicates, and every message 3 times), after 32 to warm up")
+		sweepN    = flag.Int("sweep", 100, "timed messages in each stream of the ReadFirstAbove sweep (5%, 20%, 40% and 50% duplicates), after 32 to warm up")
+		sweepAt   = flag.String("sweepat", "-1,0.1,0.5", "values of ReadFirstAbove the sweep runs beside the library's default, comma-separated")
+		coalN     = flag.Int("coalesce", 50, "messages the coalesce section delivers 8 times at once each")
 		only      = flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); empty runs them all")
 		modelPath = flag.String("model", modelPublished, "DynamoDB latency model: a JSON file of per-operation p50/p99 (model.go has the format), \""+modelPublished+"\" for the published figures of model-published.json, or \""+modelOff+"\" to measure on the local server alone")
 		seed      = flag.Uint64("seed", 1, "seed of the model's draws: a run with the same seed draws the same delays for each operation")
@@ -53,6 +57,7 @@ func bench() error {
 	if err != nil {
 		return err
 	}
+	node := *ptools // the storm section's Powertools line, too
 	*ptools = *ptools && runs("powertools")
 	*cpu = *cpu && runs("cpu")
 	if !runs("coldstarts") {
@@ -60,6 +65,10 @@ func bench() error {
 	}
 	if _, err := os.Stat("template.yaml"); err != nil && (*cpu || *coldN > 0) {
 		return fmt.Errorf("run idem-bench from the module's root, where template.yaml and the Makefile are, or with -cpu=false -coldstarts 0: %w", err)
+	}
+	sweepValues, err := parseSweepAt(*sweepAt)
+	if err != nil {
+		return err
 	}
 	var m *model
 	if *modelPath != modelOff {
@@ -87,7 +96,7 @@ func bench() error {
 		defer proxy.Close()
 		rep.servers = append(rep.servers, server{"model", proxy.URL})
 	}
-	if slices.ContainsFunc([]string{"strategies", "powertools", "lease", "outbox"}, runs) {
+	if slices.ContainsFunc([]string{"strategies", "powertools", "lease", "outbox", "storm", "sweep"}, runs) {
 		log.Printf("idem-bench: a transaction's price beside a PutItem's, on %d server(s)", len(rep.servers))
 		rep.ratioN = *latN
 		if rep.ratios, err = measureRatio(ctx, rep.servers, *latN); err != nil {
@@ -115,6 +124,21 @@ func bench() error {
 		}
 		if why := rep.powertools.skipped; why != "" {
 			log.Printf("idem-bench: Powertools peer skipped: %s", why)
+		}
+	}
+	if runs("storm") {
+		if rep.streams, err = runStreamsSection(ctx, rep.servers, *streamN, *seed, node, powertoolsDir); err != nil {
+			return err
+		}
+	}
+	if runs("sweep") {
+		if rep.sweep, err = runSweep(ctx, rep.servers, *sweepN, sweepValues, *seed); err != nil {
+			return err
+		}
+	}
+	if runs("coalesce") {
+		if rep.coalesce, err = runCoalesce(ctx, rep.servers, *coalN); err != nil {
+			return err
 		}
 	}
 	if *cpu {
@@ -290,7 +314,7 @@ func batchDeliverer(st strategy) func(context.Context, []message) []message {
 }
 
 // sections are the parts of a run that -only names.
-var sections = []string{"strategies", "powertools", "cpu", "coldstarts", "lease", "outbox"}
+var sections = []string{"strategies", "powertools", "storm", "sweep", "coalesce", "cpu", "coldstarts", "lease", "outbox"}
 
 // parseOnly reads -only: a comma-separated list of sections, or "" for
 // all of them.

@@ -206,6 +206,12 @@ func (q quantiles) draw(normal float64) time.Duration {
 	return time.Duration(ms * float64(time.Millisecond))
 }
 
+// mean is the lognormal's mean in milliseconds: p50 · exp(sigma² / 2).
+func (q quantiles) mean() float64 {
+	sigma := math.Log(q.p99/q.p50) / z99
+	return q.p50 * math.Exp(sigma*sigma/2)
+}
+
 // describe lists the file's figures for the report: "PutItem 7.55 / 16.2
 // ms, TransactWriteItems of 5 items 25.3 / 92.5 ms, …".
 func (m *model) describe() string {

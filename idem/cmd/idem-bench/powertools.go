@@ -72,52 +72,77 @@ func (pt *powertoolsResult) on(j int) ptModes {
 // the registry, gets a result that says why it was skipped rather than an
 // error: the Go figures stand alone.
 func runPowertools(ctx context.Context, servers []server, dir string, latN, faultN int) (*powertoolsResult, error) {
-	endpoint := servers[0].endpoint
-	skip := func(format string, args ...any) (*powertoolsResult, error) {
-		return &powertoolsResult{skipped: fmt.Sprintf(format, args...)}, nil
+	if why, err := readyNode(ctx, dir); why != "" || err != nil {
+		return &powertoolsResult{skipped: why}, err
 	}
+	log.Printf("idem-bench: Powertools for AWS Lambda (TypeScript), the npm package, on the same server")
+	tables, err := powertoolsTables(ctx, servers[0].endpoint, "bench-powertools")
+	if err != nil {
+		return nil, err
+	}
+	var res powertoolsResult
+	if err := runBenchJS(ctx, dir, servers, tables, &res,
+		"IDEM_BENCH_LATENCY="+strconv.Itoa(latN),
+		"IDEM_BENCH_FAULTS="+strconv.Itoa(faultN),
+	); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// readyNode checks node and npm, and installs the pinned packages when
+// needed; why says why the peer cannot run, or is "".
+func readyNode(ctx context.Context, dir string) (why string, err error) {
 	for _, cmd := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(cmd); err != nil {
-			return skip("%s is not on PATH (install Node.js 20 or later to run it)", cmd)
+			return fmt.Sprintf("%s is not on PATH (install Node.js 20 or later to run it)", cmd), nil
 		}
 	}
 	// The AWS SDK for JavaScript v3 declares engines node >= 20.
 	out, err := exec.CommandContext(ctx, "node", "--version").Output()
 	v := strings.TrimSpace(string(out))
 	if major, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), "."); err != nil || atoi(major) < 20 {
-		return skip("node %s is older than 20, which the AWS SDK for JavaScript v3 requires", v)
+		return fmt.Sprintf("node %s is older than 20, which the AWS SDK for JavaScript v3 requires", v), nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "package-lock.json")); err != nil {
-		return skip("%s/package-lock.json not found: run idem-bench from the module's root", dir)
+		return fmt.Sprintf("%s/package-lock.json not found: run idem-bench from the module's root", dir), nil
 	}
-	log.Printf("idem-bench: Powertools for AWS Lambda (TypeScript), the npm package, on the same server")
 	if !installed(dir) {
 		npm := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
 		npm.Dir, npm.Stdout, npm.Stderr = dir, os.Stderr, os.Stderr // stdout is the report's
 		if err := npm.Run(); err != nil {
-			return skip("npm ci in %s failed (%v): is the npm registry reachable?", dir, err)
+			return fmt.Sprintf("npm ci in %s failed (%v): is the npm registry reachable?", dir, err), nil
 		}
 	}
+	return "", nil
+}
 
-	// Powertools' default schema: partition key "id" (String), TTL on
-	// "expiration" (DynamoDBPersistenceLayer's keyAttr and expiryAttr).
+// ptTables are the tables one run of bench.js uses: its records, in
+// Powertools' default schema, and the accounts its handler credits.
+type ptTables struct{ records, accounts string }
+
+// powertoolsTables makes them on the local server (the model's proxy
+// forwards to it): partition key "id" (String), TTL on "expiration", as
+// DynamoDBPersistenceLayer's keyAttr and expiryAttr default to.
+func powertoolsTables(ctx context.Context, endpoint, name string) (ptTables, error) {
 	client := idemtest.Client(endpoint)
-	records, err := localdynamo.CreateTable(ctx, client, localdynamo.Table{Name: "bench-powertools", HashKey: "id", TTLAttribute: "expiration"})
+	records, err := localdynamo.CreateTable(ctx, client, localdynamo.Table{Name: name, HashKey: "id", TTLAttribute: "expiration"})
 	if err != nil {
-		return nil, err
+		return ptTables{}, err
 	}
-	accounts, err := localdynamo.CreateTable(ctx, client, localdynamo.Table{Name: "bench-powertools-accounts", HashKey: "account"})
-	if err != nil {
-		return nil, err
-	}
+	accounts, err := localdynamo.CreateTable(ctx, client, localdynamo.Table{Name: name + "-accounts", HashKey: "account"})
+	return ptTables{records, accounts}, err
+}
+
+// runBenchJS runs node bench.js with the endpoints, the tables and env
+// besides, and decodes the one JSON object it prints into v.
+func runBenchJS(ctx context.Context, dir string, servers []server, t ptTables, v any, env ...string) error {
 	node := exec.CommandContext(ctx, "node", "bench.js")
 	node.Dir, node.Stderr = dir, os.Stderr
-	node.Env = append(os.Environ(),
-		"IDEM_BENCH_ENDPOINT="+endpoint,
-		"IDEM_BENCH_POWERTOOLS_TABLE="+records,
-		"IDEM_BENCH_ACCOUNTS_TABLE="+accounts,
-		"IDEM_BENCH_LATENCY="+strconv.Itoa(latN),
-		"IDEM_BENCH_FAULTS="+strconv.Itoa(faultN),
+	node.Env = append(append(os.Environ(),
+		"IDEM_BENCH_ENDPOINT="+servers[0].endpoint,
+		"IDEM_BENCH_POWERTOOLS_TABLE="+t.records,
+		"IDEM_BENCH_ACCOUNTS_TABLE="+t.accounts,
 		// Over the same tables: the model's proxy forwards to the same server.
 		"IDEM_BENCH_MODEL_ENDPOINT="+modelEndpoint(servers),
 		// Powertools prefixes its keys with the function's name, as in Lambda.
@@ -125,17 +150,16 @@ func runPowertools(ctx context.Context, servers []server, dir string, latN, faul
 		// The report records node's version; the SDK's notice that its
 		// releases after January 2027 need node 22 would only add 8 lines here.
 		"AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true",
-	)
+	), env...)
 	var stdout bytes.Buffer
 	node.Stdout = &stdout
 	if err := node.Run(); err != nil {
-		return nil, fmt.Errorf("powertools: node bench.js: %w", err)
+		return fmt.Errorf("powertools: node bench.js: %w", err)
 	}
-	var res powertoolsResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		return nil, fmt.Errorf("powertools: bench.js printed %q: %w", stdout.String(), err)
+	if err := json.Unmarshal(stdout.Bytes(), v); err != nil {
+		return fmt.Errorf("powertools: bench.js printed %q: %w", stdout.String(), err)
 	}
-	return &res, nil
+	return nil
 }
 
 // installed reports whether node_modules was installed from the current

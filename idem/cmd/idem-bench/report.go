@@ -22,6 +22,9 @@ type report struct {
 	powertools                                 *powertoolsResult // nil without -powertools
 	lease                                      *leaseResult      // nil when -only leaves it out
 	outbox                                     *outboxResult     // likewise
+	streams                                    *streamsResult    // likewise
+	sweep                                      *sweepResult      // likewise
+	coalesce                                   *coalesceResult   // likewise
 
 	servers []server       // every latency's, the local server first
 	model   *model         // nil with -model off
@@ -46,6 +49,8 @@ func (r report) markdown() string {
 	r.powertoolsSection(p)
 	r.leaseSection(p)
 	r.outboxSection(p)
+	r.streamsSection(p)
+	r.coalesceSection(p)
 
 	if kits := r.kitRows(); len(kits) == 2 {
 		p("## The SQS adapter on batches of 10\n\n")
@@ -100,6 +105,7 @@ func (r report) markdown() string {
 		}
 		p("| %s | %s | %s |\n", t.what, t.measured, verdict)
 	}
+	r.floorLine(p)
 	return b.String()
 }
 
@@ -204,6 +210,8 @@ func (r report) targets() []target {
 	}
 	out = append(out, r.leaseTargets()...)
 	out = append(out, r.outboxTargets()...)
+	out = append(out, r.streamsTargets()...)
+	out = append(out, r.coalesceTargets()...)
 	out = append(out, tracingTargets(r.cpu)...)
 	var worstNs, worstAllocs float64
 	var nsName, allocName string

@@ -5,7 +5,9 @@
 // own UpdateItem), timed and counted the way idem-bench times and counts
 // the Go strategies.
 // idem-bench creates the tables and passes them in the environment; this
-// prints one JSON object on stdout and nothing else there.
+// prints one JSON object on stdout and nothing else there. With
+// IDEM_BENCH_STREAMS it plays the streams that file holds instead (streams
+// below), else the latency, crash and race runs (classic below).
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,8 +25,6 @@ const env = (name) => {
 const endpoint = env('IDEM_BENCH_ENDPOINT');
 const recordsTable = env('IDEM_BENCH_POWERTOOLS_TABLE');
 const accountsTable = env('IDEM_BENCH_ACCOUNTS_TABLE');
-const latN = Number(env('IDEM_BENCH_LATENCY'));
-const faultN = Number(env('IDEM_BENCH_FAULTS'));
 // The DynamoDB latency model in front of the same server, when idem-bench
 // runs it: latencies are measured on both, taking turns.
 const modelEndpoint = process.env.IDEM_BENCH_MODEL_ENDPOINT;
@@ -196,24 +196,67 @@ async function race(e, prefix, n) {
 
 const version = (pkg) => JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url))).version;
 
-const envs = [environment(false, endpoint), environment(true, endpoint)];
-const modelEnvs = modelEndpoint
-  ? [environment(false, modelEndpoint), environment(true, modelEndpoint), bareEnvironment(modelEndpoint)] : [];
-const [off, on, floor, ...onModel] = await latencies([...envs, bareEnvironment(endpoint), ...modelEnvs], latN);
-const modes = [off, on];
-for (const [k, e] of envs.entries()) {
-  modes[k].crashThrowDoubles = await crashThrow(e, `pt${k}-crash-throw`, faultN);
-  modes[k].crashDieDoubles = await crashDie(e, `pt${k}-crash-die`, faultN);
-  modes[k].raceDoubles = await race(e, `pt${k}-race`, faultN);
+const versions = () => ({
+  node: process.version,
+  '@aws-lambda-powertools/idempotency': version('@aws-lambda-powertools/idempotency'),
+  '@aws-sdk/client-dynamodb': version('@aws-sdk/client-dynamodb'),
+  '@aws-sdk/lib-dynamodb': version('@aws-sdk/lib-dynamodb'),
+});
+
+// classic: the latency table (each message delivered twice), then the
+// crash window and the race, on the local server.
+async function classic() {
+  const latN = Number(env('IDEM_BENCH_LATENCY'));
+  const faultN = Number(env('IDEM_BENCH_FAULTS'));
+  const envs = [environment(false, endpoint), environment(true, endpoint)];
+  const modelEnvs = modelEndpoint
+    ? [environment(false, modelEndpoint), environment(true, modelEndpoint), bareEnvironment(modelEndpoint)] : [];
+  const [off, on, floor, ...onModel] = await latencies([...envs, bareEnvironment(endpoint), ...modelEnvs], latN);
+  const modes = [off, on];
+  for (const [k, e] of envs.entries()) {
+    modes[k].crashThrowDoubles = await crashThrow(e, `pt${k}-crash-throw`, faultN);
+    modes[k].crashDieDoubles = await crashDie(e, `pt${k}-crash-die`, faultN);
+    modes[k].raceDoubles = await race(e, `pt${k}-race`, faultN);
+  }
+  return {
+    versions: versions(),
+    cacheOff: off, cacheOn: on, floor, faults: faultN, deadRemainingMs,
+    ...(modelEndpoint && { model: { cacheOff: onModel[0], cacheOn: onModel[1], floor: onModel[2] } }),
+  };
 }
-const result = {
-  versions: {
-    node: process.version,
-    '@aws-lambda-powertools/idempotency': version('@aws-lambda-powertools/idempotency'),
-    '@aws-sdk/client-dynamodb': version('@aws-sdk/client-dynamodb'),
-    '@aws-sdk/lib-dynamodb': version('@aws-sdk/lib-dynamodb'),
-  },
-  cacheOff: off, cacheOn: on, floor, faults: faultN, deadRemainingMs,
-  ...(modelEndpoint && { model: { cacheOff: onModel[0], cacheOn: onModel[1], floor: onModel[2] } }),
-};
+
+// streams: the deliveries idem-bench ordered for its storm section (its
+// file: {"streams": [{"name", "prefix", "deliveries": [[message, dup,
+// timed], ...]}]}), played one at a time in that order through Powertools'
+// default configuration (useLocalCache: false), each delivery on every
+// server in turn, as the Go strategies play them. Server j's message i is
+// "<prefix>.<j>-<i>", its id and the account it credits. Each server's
+// figures: every timed delivery's milliseconds, and calls by operation.
+async function streams(path) {
+  const { streams } = JSON.parse(readFileSync(path, 'utf8'));
+  const envs = [environment(false, endpoint), ...(modelEndpoint ? [environment(false, modelEndpoint)] : [])];
+  const out = {};
+  for (const st of streams) {
+    const figs = envs.map(() => ({ firstMs: [], dupMs: [], opsFirst: {}, opsDup: {} }));
+    for (const [i, dup, timed] of st.deliveries) {
+      for (const [j, e] of envs.entries()) {
+        const id = `${st.prefix}.${j}-${i}`;
+        e.reset();
+        const start = performance.now();
+        await e.handler({ id, account: id, cents: 1 }, context());
+        const took = performance.now() - start;
+        if (!timed) continue;
+        const f = figs[j];
+        (dup ? f.dupMs : f.firstMs).push(took);
+        const ops = dup ? f.opsDup : f.opsFirst;
+        for (const [op, c] of Object.entries(perMessage(e.calls, 1))) ops[op] = (ops[op] ?? 0) + c;
+      }
+    }
+    out[st.name] = figs;
+  }
+  return { versions: versions(), streams: out };
+}
+
+const streamsPath = process.env.IDEM_BENCH_STREAMS;
+const result = streamsPath ? await streams(streamsPath) : await classic();
 process.stdout.write(JSON.stringify(result) + '\n');
