@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // The claim: its key, what tells its message from others under that key,
@@ -39,7 +40,7 @@ type Record struct {
 	LeaseUntil time.Time
 
 	lease       string // a Pending claim's lease id
-	traceparent string // the delivery's trace context, for its outgoing messages
+	traceparent string // the delivery's trace context, stored with the claim and its outgoing messages
 }
 
 // Fingerprint is the SHA-256 of a payload, in hex: what tells a redelivery
@@ -167,6 +168,9 @@ func (s *Store) put(rec Record, condition string, names map[string]string, value
 	if rec.Token != 0 { // kept, so that a later lease's token is larger
 		item[a.Token] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Token, 10)}
 	}
+	if rec.traceparent != "" { // which delivery committed it: its trace (idem inspect shows it)
+		item[wire.TraceParentAttr] = &types.AttributeValueMemberS{Value: rec.traceparent}
+	}
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName:                           &s.table,
 		Item:                                item,
@@ -207,6 +211,7 @@ func (s *Store) decodeRecord(item map[string]types.AttributeValue) Record {
 		rec.Response = v.Value
 	}
 	rec.Token = number(item[a.Token])
+	rec.traceparent = str(wire.TraceParentAttr)
 	rec.lease = str(a.LeaseID)
 	if ms := number(item[a.LeaseUntil]); ms != 0 {
 		rec.LeaseUntil = time.UnixMilli(ms)

@@ -2,8 +2,6 @@ package idem
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"reflect"
 
@@ -16,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // Traces: a span per delivery, named and attributed by its adapter as
@@ -120,8 +119,7 @@ func (t *deliveryTrace) end(key string, res Result, err error) {
 	outcome := OutcomeOf(res, err)
 	attrs := []attribute.KeyValue{attrOutcome.String(string(outcome)), attrCached.Bool(res.Cached), attrSends.Int(t.sends)}
 	if key != "" {
-		sum := sha256.Sum256([]byte(key))
-		attrs = append(attrs, attrKeyHash.String(hex.EncodeToString(sum[:8])))
+		attrs = append(attrs, attrKeyHash.String(wire.KeyHash(key)))
 	}
 	if res.Record.Token != 0 {
 		attrs = append(attrs, attrToken.Int64(res.Record.Token))

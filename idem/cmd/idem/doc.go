@@ -204,8 +204,14 @@
 // applied, or longer ago than RetentionDays. The answer is the one every
 // duplicate got (a webhook's status, headers and body). The outbox lines
 // are the credit.applied messages, whose ids are the ledger's entries.
-// The claim does not name the delivery that made it: find it in the
-// function's logs at "claimed at" (the Processed line is logged at DEBUG;
-// the template logs INFO, so look for the invocation at that time; under
-// a lease, at the outbox items' createdAt, the commit's time).
+// Where the function traces (OTEL_* set: the ADOT layer, or make local),
+// the "trace" line is the delivery that made the claim: open that trace
+// id in the tracing backend for its span (outcome, attempts, each
+// DynamoDB call) and, across the outbox, the relay's send and the next
+// consumer's delivery; every delivery of the key, duplicates included,
+// carries idem.key.sha256, the value inspect prints. Untraced, find the
+// delivery in the function's logs at "claimed at" (the Processed line is
+// logged at DEBUG; the template logs INFO, so look for the invocation at
+// that time; under a lease, at the outbox items' createdAt, the commit's
+// time).
 package main

@@ -80,6 +80,11 @@ func printClaim(w io.Writer, v claimView, now time.Time) {
 	} else {
 		row("payload sha256", "the fingerprint (the payload's SHA-256)")
 	}
+	if v.Trace != "" {
+		row("trace", "%s (the delivery that made the claim; its span has idem.key.sha256=%s)", v.Trace, v.KeyHash)
+	} else {
+		row("key sha256", "%s (idem.key.sha256 on the delivery spans of this key, where traced)", v.KeyHash)
+	}
 	if v.Lease != nil {
 		l := v.Lease
 		state := "ended " + when(l.Until, now) + ": the next delivery takes it over and runs the handler again"

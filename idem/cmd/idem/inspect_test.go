@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
@@ -107,6 +109,18 @@ func TestInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Traced: the claim names the delivery's trace.
+	spans := tracetest.NewSpanRecorder()
+	traced := f.store(time.Time{}, func(o *idem.Options) { o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)) })
+	if _, err := traced.Process(ctx, idem.Message{ID: "traced-1", Source: "credits", Payload: []byte("x")},
+		func(context.Context, idem.Message) (idem.Effect, error) { return idem.Effect{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	var traceID string
+	for _, sp := range spans.Ended() {
+		traceID = sp.SpanContext().TraceID().String()
+	}
+
 	sent := map[string][]string{} // claim key → its outbox ids, as the relay would read them
 	for _, m := range idemtest.Outbox(t, f.Client, f.Processed) {
 		sent[m.ClaimKey] = append(sent[m.ClaimKey], m.ID)
@@ -133,7 +147,9 @@ func TestInspect(t *testing.T) {
 			[]string{"Pending", "released: the handler failed"}},
 		{"expired", []string{"-source", "credits", "-id", "old-1"},
 			[]string{"credits#old-1", "expired, the kit takes the claim as absent", "older than the outbox's default retention"}},
-		{"raw key", []string{"-key", "credits#evt_1"}, []string{"Processed"}},
+		{"raw key", []string{"-key", "credits#evt_1"}, []string{"Processed", "key sha256", wire.KeyHash("credits#evt_1")}},
+		{"traced", []string{"-source", "credits", "-id", "traced-1"},
+			[]string{"trace", traceID, "the delivery that made the claim", "idem.key.sha256=" + wire.KeyHash("credits#traced-1")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _ := f.mustRun(t, exitOK, append([]string{"inspect"}, tc.args...)...)

@@ -6,8 +6,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/tracectx"
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // claimView is a claim as the command shows it, in JSON and for people.
@@ -21,11 +24,15 @@ type claimView struct {
 	Fingerprint string    `json:"fingerprint"`
 	// PayloadDigest is the payload's SHA-256 when the fingerprint is
 	// another (a provider's identity, Message.Fingerprint).
-	PayloadDigest string       `json:"payloadDigest,omitempty"`
-	Fence         int64        `json:"fence,omitempty"`
-	Lease         *leaseView   `json:"lease,omitempty"`
-	Answer        *answerView  `json:"answer,omitempty"`
-	Outbox        []outboxItem `json:"outbox,omitempty"`
+	PayloadDigest string `json:"payloadDigest,omitempty"`
+	Fence         int64  `json:"fence,omitempty"`
+	// KeyHash is the key as the delivery's span names it (idem.key.sha256);
+	// Trace is the committing delivery's trace id, when it was traced.
+	KeyHash string       `json:"keySha256"`
+	Trace   string       `json:"trace,omitempty"`
+	Lease   *leaseView   `json:"lease,omitempty"`
+	Answer  *answerView  `json:"answer,omitempty"`
+	Outbox  []outboxItem `json:"outbox,omitempty"`
 }
 
 type leaseView struct {
@@ -63,6 +70,12 @@ func view(cl *claim, now time.Time, webhook bool) claimView {
 	}
 	if cl.PayloadDigest != cl.Fingerprint {
 		v.PayloadDigest = cl.PayloadDigest
+	}
+	v.KeyHash = wire.KeyHash(cl.Key)
+	if tp, ok := cl.item[wire.TraceParentAttr].(*types.AttributeValueMemberS); ok {
+		if sc, ok := tracectx.Parse(tp.Value); ok {
+			v.Trace = sc.TraceID().String()
+		}
 	}
 	if cl.Outcome == idem.Pending {
 		v.Lease = &leaseView{Token: cl.Token, ID: cl.leaseID, Live: cl.LeaseUntil.After(now)}

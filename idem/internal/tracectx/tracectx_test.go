@@ -9,7 +9,7 @@ import (
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, trace, span string
-		sampled, ok          bool
+		sampled, ok           bool
 	}{
 		{"sampled", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", true, true},
 		{"not sampled", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", false, true},
@@ -31,7 +31,7 @@ func TestParse(t *testing.T) {
 func TestXRay(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, trace, span string
-		sampled, ok          bool
+		sampled, ok           bool
 	}{
 		{"the relay's", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1", "5759e988bd862e3fe1be46a994272793", "53995c3f42cd8ad8", true, true},
 		{"any order, not sampled", "Sampled=0;Parent=53995c3f42cd8ad8;Root=1-5759e988-bd862e3fe1be46a994272793", "5759e988bd862e3fe1be46a994272793", "53995c3f42cd8ad8", false, true},

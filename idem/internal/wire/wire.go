@@ -45,7 +45,7 @@ const (
 	ClaimAttr       = "claimKey"    // the claim key of the message that sent it (S)
 	CreatedAtAttr   = "createdAt"   // when it was written, RFC 3339 (S)
 	IndexAttr       = "index"       // its index in Effect.Messages (N)
-	TraceParentAttr = "traceparent" // the committing delivery's W3C trace context (S), absent when untraced
+	TraceParentAttr = "traceparent" // the committing delivery's W3C trace context (S), on outbox items and claims; absent when untraced
 
 	// Kind is the value of KindAttr on every outbox item.
 	Kind = "outbox"
@@ -100,4 +100,12 @@ func Detail(id, body string) string {
 		sep = ""
 	}
 	return `{"` + KeyField + `":` + strconv.Quote(id) + sep + rest
+}
+
+// KeyHash is a claim key as spans name it (idem.key.sha256): its SHA-256,
+// the first 8 bytes in hex, so that a trace can be found by key without
+// the key, which may be personal data, in clear.
+func KeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:8])
 }
