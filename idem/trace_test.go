@@ -126,6 +126,27 @@ func TestNoTracerProviderNoSpans(t *testing.T) {
 	}
 }
 
+// TestReadFirstSpan: a read before the handler, when duplicates are many,
+// is a child span of the delivery, as the transaction is.
+func TestReadFirstSpan(t *testing.T) {
+	tp, rec := spansOf()
+	e := newEnv(t, func(o *idem.Options) { o.TracerProvider, o.ReadFirstAbove = tp, 0.01 })
+	msg := idem.Message{ID: "r-1", Source: "storm"}
+	for range 3 { // a first delivery, a duplicate: the next reads first
+		if _, err := e.store.Process(context.Background(), msg, e.creditHandler(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := rec.Ended()
+	var last []string
+	for _, s := range ended[len(ended)-2:] {
+		last = append(last, s.Name())
+	}
+	if got := strings.Join(last, ","); got != "DynamoDB.GetItem,process storm" || ended[len(ended)-2].Parent().SpanID() != ended[len(ended)-1].SpanContext().SpanID() {
+		t.Errorf("want the third delivery's read as its child and no transaction, got %s", got)
+	}
+}
+
 // TestProviders: the global TracerProvider is read at each delivery, so
 // one installed after New traces; a no-op one, or a sampler that drops the
 // delivery, records nothing, its calls' spans included.
