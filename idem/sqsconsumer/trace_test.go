@@ -34,7 +34,9 @@ func TestSpans(t *testing.T) {
 	}{{"per record", false}, {"batch transactions", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			spans := tracetest.NewSpanRecorder()
-			e := newEnv(t, func(o *idem.Options) { o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)) })
+			e := newEnv(t, func(o *idem.Options) {
+				o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+			})
 			h := newHandler(t, e.store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) { return e.handler(rec) },
 				func(o *sqsconsumer.Options) { o.BatchTransactions = tc.batch })
 			if resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{fromRelay, fromW3C, plain}}); err != nil || len(resp.BatchItemFailures) > 0 {

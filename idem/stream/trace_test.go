@@ -18,7 +18,9 @@ import (
 func TestClaimedSpans(t *testing.T) {
 	env := idemtest.NewEnv(t)
 	spans := tracetest.NewSpanRecorder()
-	store := env.Store(t, func(o *idem.Options) { o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)) })
+	store := env.Store(t, func(o *idem.Options) {
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	})
 	claimed, err := stream.Claimed(store, func(context.Context, events.DynamoDBEventRecord) (idem.Effect, error) { return idem.Effect{}, nil })
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,9 @@ import (
 func TestSpans(t *testing.T) {
 	e := newEnv(t)
 	spans := tracetest.NewSpanRecorder()
-	e.store = e.newStore(t, e.Client, func(o *idem.Options) { o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)) })
+	e.store = e.newStore(t, e.Client, func(o *idem.Options) {
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	})
 	mux := webhook.Mux{"POST /webhooks/credits": e.receiver(t)}
 	send := func(headers map[string]string) {
 		t.Helper()

@@ -111,7 +111,9 @@ func TestInspect(t *testing.T) {
 
 	// Traced: the claim names the delivery's trace.
 	spans := tracetest.NewSpanRecorder()
-	traced := f.store(time.Time{}, func(o *idem.Options) { o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)) })
+	traced := f.store(time.Time{}, func(o *idem.Options) {
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	})
 	if _, err := traced.Process(ctx, idem.Message{ID: "traced-1", Source: "credits", Payload: []byte("x")},
 		func(context.Context, idem.Message) (idem.Effect, error) { return idem.Effect{}, nil }); err != nil {
 		t.Fatal(err)
