@@ -27,10 +27,6 @@ func (adapterHooks) Report(ctx context.Context, s *Store, o Outcome, msg Message
 	s.report(ctx, o, msg, err)
 }
 
-func (adapterHooks) Recover(key, callback string, fn func() error) error {
-	return recoverPanic(key, callback, fn)
-}
-
 func (adapterHooks) Decode(s *Store, item map[string]types.AttributeValue) Record {
 	return s.decodeRecord(item)
 }

@@ -140,22 +140,8 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key
 	if o.log.Enabled(ctx, level) {
 		attrs := []slog.Attr{slog.String("outcome", string(outcome)), slog.String("id", msg.ID), slog.String("source", msg.Source), slog.String("key", key)}
 		attrs = append(attrs, msg.LogAttrs...)
-		var kr *KeyReuseError
-		var pe *PanicError
-		var lh *LeaseHeldError
-		var fe *FencedError
-		switch {
-		case errors.As(err, &kr):
-			attrs = append(attrs, slog.String("fingerprint", kr.Fingerprint), slog.String("storedFingerprint", kr.Stored.Fingerprint))
-		case errors.As(err, &lh):
-			attrs = append(attrs, slog.Time("leaseUntil", lh.Until))
-		case errors.As(err, &fe):
-			attrs = append(attrs, slog.Int64("token", fe.Token), slog.Int64("storedToken", fe.Stored.Token))
-		case errors.As(err, &pe):
-			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
-		}
 		if err != nil {
-			attrs = append(attrs, slog.String("error", err.Error()))
+			attrs = append(errAttrs(attrs, err), slog.String("error", err.Error()))
 		}
 		if outcome == Duplicate {
 			attrs = append(attrs, slog.Time("claimedAt", res.Record.ClaimedAt))
@@ -186,4 +172,24 @@ func (o *observer) tell(ctx context.Context, x Observer, ob Observation) {
 		}
 	}()
 	x.Observe(ctx, ob)
+}
+
+// errAttrs adds what err's type says beyond its message. Apart, so that a
+// delivery without an error allocates none of the targets errors.As takes.
+func errAttrs(attrs []slog.Attr, err error) []slog.Attr {
+	var kr *KeyReuseError
+	var pe *PanicError
+	var lh *LeaseHeldError
+	var fe *FencedError
+	switch {
+	case errors.As(err, &kr):
+		attrs = append(attrs, slog.String("fingerprint", kr.Fingerprint), slog.String("storedFingerprint", kr.Stored.Fingerprint))
+	case errors.As(err, &lh):
+		attrs = append(attrs, slog.Time("leaseUntil", lh.Until))
+	case errors.As(err, &fe):
+		attrs = append(attrs, slog.Int64("token", fe.Token), slog.Int64("storedToken", fe.Stored.Token))
+	case errors.As(err, &pe):
+		attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+	}
+	return attrs
 }

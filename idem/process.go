@@ -142,11 +142,13 @@ func replay(msg Message, key string, stored Record) error {
 		return nil
 	}
 	err := recoverPanic(key, "Message.Replay", func() error { return msg.Replay(stored) })
-	var pe *PanicError
-	if err != nil && !errors.As(err, &pe) {
-		err = &ReplayError{Key: key, Err: err}
+	if err == nil {
+		return nil
 	}
-	return err
+	if pe := (*PanicError)(nil); errors.As(err, &pe) {
+		return err
+	}
+	return &ReplayError{Key: key, Err: err}
 }
 
 // rejection is rec recording rej as the message's outcome: a claim without

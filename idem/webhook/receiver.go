@@ -144,7 +144,7 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 	// never the process.
 	if v := r.opts.Verifier; v != nil {
 		err := adapt.Recover("", "webhook.Options.Verifier", func() error { return v.Verify(req.Header, req.Body) })
-		if pe := (*idem.PanicError)(nil); errors.As(err, &pe) {
+		if pe := adapt.Panic(err); pe != nil {
 			return r.fail(ctx, req, pe)
 		}
 		if err != nil {
@@ -163,7 +163,7 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 		key, err = r.opts.Key(req.Header, req.Body)
 		return err
 	})
-	if pe := (*idem.PanicError)(nil); errors.As(err, &pe) {
+	if pe := adapt.Panic(err); pe != nil {
 		return r.fail(ctx, req, pe)
 	}
 	if err == nil {
@@ -179,7 +179,7 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 			fingerprint, err = fp(req)
 			return err
 		})
-		if pe := (*idem.PanicError)(nil); errors.As(err, &pe) {
+		if pe := adapt.Panic(err); pe != nil {
 			return r.fail(ctx, req, pe)
 		}
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -22,7 +23,6 @@ type hooks interface {
 	CheckLease(s *idem.Store, o idem.LeaseOptions) error
 	Report(ctx context.Context, s *idem.Store, o idem.Outcome, msg idem.Message, err error)
 	Now(s *idem.Store) time.Time
-	Recover(key, callback string, fn func() error) error
 	ClaimKey(s *idem.Store, msg idem.Message) string
 	Decode(s *idem.Store, item map[string]types.AttributeValue) idem.Record
 	OutboxKey(s *idem.Store, id string) string
@@ -97,8 +97,28 @@ func (d *Door) Now() time.Time { return kit().Now(d.Store) }
 // Recover runs fn and turns a panic in it into an *idem.PanicError naming
 // callback: every callback an adapter calls fails one delivery, never the
 // process.
-func Recover(key, callback string, fn func() error) error {
-	return kit().Recover(key, callback, fn)
+func Recover(key, callback string, fn func() error) (err error) {
+	// Here, not through the hooks: a call through an interface would make
+	// every callback's closure, and what it captures, escape to the heap.
+	defer func() {
+		if v := recover(); v != nil {
+			err = &idem.PanicError{Key: key, Callback: callback, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
+}
+
+// Panic is err's *idem.PanicError, or nil; it allocates nothing when err
+// is nil.
+func Panic(err error) *idem.PanicError {
+	if err == nil {
+		return nil
+	}
+	var pe *idem.PanicError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
 }
 
 // ClaimKey is the claim key the Store gives msg, for commands that look a
