@@ -126,13 +126,6 @@ func (s *Store) follow(ctx context.Context, msg Message, id Record, fl *flight) 
 	if !known {
 		return Result{}, nil, false
 	}
-	res, err := s.meet(id, stored)
-	if err == nil {
-		res.Cached = true
-		err = replay(msg, id.Key, res.Record)
-	}
-	if err != nil {
-		return Result{}, err, true
-	}
-	return res, nil, true
+	res, err := s.answerFrom(msg, id, stored)
+	return res, err, true
 }

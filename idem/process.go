@@ -85,15 +85,23 @@ func (s *Store) cached(msg Message, id Record) (Result, error, bool) {
 	if !ok {
 		return Result{}, nil, false
 	}
+	res, err := s.answerFrom(msg, id, stored)
+	return res, err, true
+}
+
+// answerFrom answers a delivery from a claim it knows without a call (the
+// cache's, or the one a coalesced delivery's leader left): a Duplicate,
+// its stored record replayed, or a key reuse.
+func (s *Store) answerFrom(msg Message, id, stored Record) (Result, error) {
 	res, err := s.meet(id, stored)
 	if err == nil {
 		res.Cached = true
 		err = replay(msg, id.Key, res.Record)
 	}
 	if err != nil {
-		return Result{}, err, true
+		return Result{}, err
 	}
-	return res, nil, true
+	return res, nil
 }
 
 // finish commits rec and eff's writes under c's claim and, when a
