@@ -84,6 +84,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHMACVerifier$$' -fuzztime $(FUZZTIME) ./idem/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzIdempotencyKey$$' -fuzztime $(FUZZTIME) ./idem/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzTopFields$$' -fuzztime $(FUZZTIME) ./idem/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./idem/internal/tracectx
 
 # Every strategy side by side on one local DynamoDB (this kit per record, with
 # its claim cache and in batch mode, check-then-act, the two-phase lock, a bare

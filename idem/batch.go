@@ -70,6 +70,11 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	// batches waiting on each other's keys cannot both wait.
 	leads := make([]*flight, len(msgs))
 	traces := make([]*deliveryTrace, len(msgs))
+	defer func() {
+		for _, t := range traces {
+			t.endAfterPanic()
+		}
+	}()
 	ctxs := make([]context.Context, len(msgs))
 	var followers []following
 	var pending []*entry
@@ -238,7 +243,7 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 	if len(links) > 0 {
 		cctx, span = b.s.tracer.Start(ctx, "DynamoDB.TransactWriteItems", trace.WithSpanKind(trace.SpanKindClient), trace.WithLinks(links...),
 			trace.WithAttributes(attribute.String("rpc.system", "aws-api"), attribute.String("rpc.service", "DynamoDB"), attribute.String("rpc.method", "TransactWriteItems"),
-				attribute.String("db.system.name", "aws.dynamodb"), attribute.StringSlice("aws.dynamodb.table_names", tablesOf(items)), attribute.Int("messaging.batch.message_count", len(es))))
+				attribute.String("db.system.name", "aws.dynamodb"), attribute.StringSlice("aws.dynamodb.table_names", tablesOf(items)), attribute.Int("idem.batch.message_count", len(es))))
 	}
 	_, err := b.s.client.TransactWriteItems(cctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
 	endCall(span, err)

@@ -354,10 +354,14 @@
 // attribute, the webhook Receiver the traceparent header.
 //
 // The trace crosses the outbox: a delivery stores its trace context with
-// each outgoing message, the relay's "send <queue>" span is its child and
-// sets the send's AWSTraceHeader (SQS) or TraceHeader (EventBridge), and
-// the consumer's span continues it, so one credit's trace runs from the
-// webhook through the commit and the relay to the ledger.
+// its claim and each outgoing message, the relay's "send <queue>" span is
+// its child and sets the send's AWSTraceHeader, and the SQS consumer's
+// span continues it, so one credit's trace runs from the webhook through
+// the commit and the relay to the ledger. To EventBridge the relay passes
+// it as PutEvents' TraceHeader, which X-Ray follows; the event a target
+// receives does not carry it, so a Wrap consumer begins a trace of its
+// own. Errors are named on spans by type (error.type), never by message,
+// and a delivery made inside a handler is a child of the handler's.
 //
 // The kit depends on the OpenTelemetry API alone, not an SDK. Spans go to
 // [Options.TracerProvider], by default the global one, read at each

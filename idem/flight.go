@@ -61,7 +61,9 @@ func (fl *flight) land(res Result, err error) {
 	}
 	fl.f.mu.Lock()
 	defer fl.f.mu.Unlock()
-	delete(fl.f.m, fl.key)
+	if fl.f.m[fl.key] == fl {
+		delete(fl.f.m, fl.key)
+	}
 	fl.landed = true
 	if fl.done != nil {
 		close(fl.done)

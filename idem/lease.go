@@ -135,6 +135,7 @@ func (s *Store) ProcessLeased(ctx context.Context, msg Message, h Handler, optFn
 		fn(&o)
 	}
 	ctx, t := s.startDelivery(ctx, msg, -1)
+	defer t.endAfterPanic()
 	id, err := s.identify(msg)
 	res, err := s.processLeased(ctx, msg, id, err, h, o)
 	s.obs.observe(ctx, msg, id.Key, res, err)

@@ -32,6 +32,7 @@ import (
 // fails, the next one runs.
 func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, error) {
 	ctx, t := s.startDelivery(ctx, msg, -1)
+	defer t.endAfterPanic()
 	id, err := s.identify(msg)
 	res, err := s.process(ctx, msg, id, err, h)
 	s.obs.observe(ctx, msg, id.Key, res, err)

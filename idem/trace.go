@@ -3,10 +3,12 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -36,7 +38,7 @@ const (
 	attrKeyHash = attribute.Key("idem.key.sha256") // the claim key's SHA-256, 16 hex digits: the key itself may be personal data
 	attrOutcome = attribute.Key("idem.outcome")
 	attrCached  = attribute.Key("idem.cached")
-	attrSends   = attribute.Key("idem.attempts") // transaction sends, the SDK's retries included
+	attrSends   = attribute.Key("idem.attempts") // the transactions the delivery sent, the kit's retries included (the SDK's own retries within one are its call's)
 	attrToken   = attribute.Key("idem.lease.token")
 )
 
@@ -69,11 +71,11 @@ var noopType = reflect.TypeFor[noop.TracerProvider]()
 
 // deliveryTrace is what a delivery's span gathers on its way.
 type deliveryTrace struct {
-	span  trace.Span
-	sends int
+	span   trace.Span
+	sends  int
+	server bool // an HTTP server's span (a webhook's)
+	ended  bool
 }
-
-type traceKey struct{}
 
 // startDelivery starts msg's span: named and attributed by the adapter
 // that received it (hook.WithSpan), else "process <source>", a child of the
@@ -82,6 +84,9 @@ type traceKey struct{}
 // span is recorded.
 func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (context.Context, *deliveryTrace) {
 	if !s.tracing() {
+		if hook.Delivery(ctx) != nil { // inside another delivery's handler: not its calls
+			ctx = hook.WithDelivery(ctx, (*deliveryTrace)(nil))
+		}
 		return ctx, nil
 	}
 	d := hook.SpanFrom(ctx)
@@ -105,17 +110,20 @@ func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (cont
 	ctx, span := s.tracer.Start(ctx, d.Name, opts...)
 	if !span.IsRecording() {
 		span.End()
-		return ctx, nil // its context still goes on, marked not sampled
+		// Its context goes on, marked not sampled; its calls make no span.
+		return hook.WithDelivery(ctx, (*deliveryTrace)(nil)), nil
 	}
-	t := &deliveryTrace{span: span}
-	return context.WithValue(ctx, traceKey{}, t), t
+	t := &deliveryTrace{span: span, server: d.Kind == trace.SpanKindServer}
+	return hook.WithDelivery(ctx, t), t
 }
 
-// end ends the delivery's span with what became of it.
+// end ends the delivery's span with what became of it. Errors are named
+// by type, never by message: every message of the kit's names the key.
 func (t *deliveryTrace) end(key string, res Result, err error) {
-	if t == nil {
+	if t == nil || t.ended {
 		return
 	}
+	t.ended = true
 	outcome := OutcomeOf(res, err)
 	attrs := []attribute.KeyValue{attrOutcome.String(string(outcome)), attrCached.Bool(res.Cached), attrSends.Int(t.sends)}
 	if key != "" {
@@ -128,12 +136,31 @@ func (t *deliveryTrace) end(key string, res Result, err error) {
 	if errors.As(err, &fe) {
 		attrs = append(attrs, attrToken.Int64(fe.Token))
 	}
+	if err != nil {
+		attrs = append(attrs, attribute.String("error.type", fmt.Sprintf("%T", err)))
+	}
 	t.span.SetAttributes(attrs...)
 	switch outcome {
-	case Failed, KeyReuse, Fenced:
-		t.span.RecordError(err)
+	case Failed:
 		t.span.SetStatus(codes.Error, string(outcome))
+	case KeyReuse, Fenced:
+		if !t.server { // an HTTP server's 4xx is the client's error, not the span's
+			t.span.SetStatus(codes.Error, string(outcome))
+		}
 	}
+	t.span.End()
+}
+
+// endAfterPanic ends the span of a delivery that a panic past every
+// recovery cut short (a client's or a log handler's): deferred, it does
+// nothing once end ran.
+func (t *deliveryTrace) endAfterPanic() {
+	if t == nil || t.ended {
+		return
+	}
+	t.ended = true
+	t.span.SetAttributes(attribute.String("error.type", "panic"))
+	t.span.SetStatus(codes.Error, "panic")
 	t.span.End()
 }
 
@@ -142,8 +169,8 @@ func (t *deliveryTrace) end(key string, res Result, err error) {
 // write, or the claims table; nil outside a recorded delivery. A
 // transaction's counts its sends toward the delivery's attempts.
 func (s *Store) call(ctx context.Context, operation string, items []types.TransactWriteItem) (context.Context, trace.Span) {
-	t, ok := ctx.Value(traceKey{}).(*deliveryTrace)
-	if !ok {
+	t, _ := hook.Delivery(ctx).(*deliveryTrace)
+	if t == nil {
 		return ctx, nil
 	}
 	if operation == "TransactWriteItems" {
@@ -158,14 +185,20 @@ func (s *Store) call(ctx context.Context, operation string, items []types.Transa
 		attribute.String("db.system.name", "aws.dynamodb"), attribute.StringSlice("aws.dynamodb.table_names", tables)))
 }
 
-// endCall ends a call's span with its error, if any.
+// endCall ends a call's span with its error, if any, named by its code:
+// DynamoDB's messages may quote an item's values.
 func endCall(span trace.Span, err error) {
 	if span == nil {
 		return
 	}
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "")
+		code := fmt.Sprintf("%T", err)
+		var ae smithy.APIError
+		if errors.As(err, &ae) {
+			code = ae.ErrorCode()
+		}
+		span.SetAttributes(attribute.String("error.type", code))
+		span.SetStatus(codes.Error, code)
 	}
 	span.End()
 }

@@ -2,17 +2,21 @@ package idem_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/hook"
 )
 
 // spansOf is a TracerProvider whose spans a test reads.
@@ -86,6 +90,82 @@ func TestSpans(t *testing.T) {
 	}
 	if len(out) != 1 {
 		t.Errorf("want 1 outbox item, got %d", len(out))
+	}
+}
+
+// TestSpansNeverNameTheKey: a failed delivery and a key reuse, whose
+// errors' messages quote the key, are named by their error's type; the
+// key appears in no attribute and no event of any span.
+func TestSpansNeverNameTheKey(t *testing.T) {
+	tp, rec := spansOf()
+	e := newEnv(t, func(o *idem.Options) { o.TracerProvider = tp })
+	ctx := context.Background()
+	const secret = "alice@example.com"
+	fail := func(context.Context, idem.Message) (idem.Effect, error) {
+		return idem.Effect{}, errors.New("the ledger is closed")
+	}
+	if _, err := e.store.Process(ctx, idem.Message{ID: secret, Source: "credits", Payload: []byte("a")}, fail); err == nil {
+		t.Fatal("want the handler's error")
+	}
+	if _, err := e.store.Process(ctx, idem.Message{ID: secret, Source: "credits", Payload: []byte("a")}, e.creditHandler(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Process(ctx, idem.Message{ID: secret, Source: "credits", Payload: []byte("another")}, e.creditHandler(nil)); err == nil {
+		t.Fatal("want a key reuse")
+	}
+	types := map[string]string{}
+	for _, s := range rec.Ended() {
+		if s.Name() == "process credits" {
+			a := attrs(s)
+			types[a["idem.outcome"]] = a["error.type"]
+			if (a["idem.outcome"] == "Failed" || a["idem.outcome"] == "KeyReuse") && s.Status().Code != codes.Error {
+				t.Errorf("%s: status %v, want Error", a["idem.outcome"], s.Status())
+			}
+		}
+		for k, v := range attrs(s) {
+			if strings.Contains(v, secret) {
+				t.Errorf("%s: the key in clear in %s=%s", s.Name(), k, v)
+			}
+		}
+		for _, ev := range s.Events() {
+			for _, kv := range ev.Attributes {
+				if strings.Contains(kv.Value.String(), secret) || strings.Contains(ev.Name, secret) {
+					t.Errorf("%s: the key in clear in event %s: %s=%s", s.Name(), ev.Name, kv.Key, kv.Value.String())
+				}
+			}
+		}
+		if strings.Contains(s.Status().Description, secret) {
+			t.Errorf("%s: the key in clear in the status %q", s.Name(), s.Status().Description)
+		}
+	}
+	if types["Failed"] == "" || types["KeyReuse"] != "*idem.KeyReuseError" {
+		t.Errorf("want each error named by its type, got %v", types)
+	}
+}
+
+// TestNestedDelivery: a delivery made inside a handler is a child of its
+// outer delivery's span, named after its own Source, not after the
+// adapter's name for the outer one.
+func TestNestedDelivery(t *testing.T) {
+	tp, rec := spansOf()
+	e := newEnv(t, func(o *idem.Options) { o.TracerProvider = tp })
+	ctx := hook.WithSpan(context.Background(), hook.Span{Name: "process outer-queue", Kind: trace.SpanKindConsumer})
+	if _, err := e.store.Process(ctx, idem.Message{ID: "o-1", Source: "outer"}, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+		_, err := e.store.Process(ctx, idem.Message{ID: "i-1", Source: "inner"}, e.creditHandler(nil))
+		return idem.Effect{}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		byName[s.Name()] = s
+	}
+	outer, inner := byName["process outer-queue"], byName["process inner"]
+	if outer == nil || inner == nil || inner.Parent().SpanID() != outer.SpanContext().SpanID() {
+		t.Fatalf("want the inner delivery's span under the outer's, got %v", byName)
+	}
+	if attrs(outer)["idem.attempts"] != "1" || attrs(inner)["idem.attempts"] != "1" {
+		t.Errorf("each delivery counts its own transaction: outer %s, inner %s", attrs(outer)["idem.attempts"], attrs(inner)["idem.attempts"])
 	}
 }
 

@@ -93,7 +93,7 @@ func (r *Relay) putEvents(ctx context.Context, items []item) (int, error) {
 		if t, err := time.Parse(time.RFC3339Nano, it.createdAt); err == nil {
 			entries[k].Time = &t
 		}
-		if it.traceHeader != "" { // the target (a Lambda function) reads it as its trace
+		if it.traceHeader != "" { // for X-Ray, which follows it to targets that trace; the event delivered does not carry it
 			entries[k].TraceHeader = aws.String(it.traceHeader)
 		}
 	}

@@ -66,7 +66,7 @@ func TestSpans(t *testing.T) {
 				}
 			}
 			switch {
-			case tc.batch && (len(tx) != 1 || len(tx[0].Links()) != 3 || attr(tx[0], "messaging.batch.message_count") != "3"):
+			case tc.batch && (len(tx) != 1 || len(tx[0].Links()) != 3 || attr(tx[0], "idem.batch.message_count") != "3"):
 				t.Errorf("batch mode: want one transaction span linking the 3 records' spans, got %d", len(tx))
 			case !tc.batch && len(tx) != 3:
 				t.Errorf("per record: want a transaction span per record, got %d", len(tx))

@@ -60,7 +60,7 @@ func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventReco
 		if door.Tracing() {
 			ctx = hook.WithSpan(ctx, hook.Span{Name: "process " + TableName(rec.EventSourceArn), Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
 				attribute.String("faas.trigger", "datasource"), attribute.String("faas.document.collection", TableName(rec.EventSourceArn)),
-				attribute.String("faas.document.operation", rec.EventName), attribute.String("messaging.message.id", rec.EventID)}})
+				attribute.String("faas.document.operation", documentOperation[rec.EventName]), attribute.String("messaging.message.id", rec.EventID)}})
 		}
 		_, err := door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return h(ctx, rec) })
 		return err
@@ -77,3 +77,7 @@ func TableName(arn string) string {
 	}
 	return "stream"
 }
+
+// documentOperation is OpenTelemetry's faas.document.operation for a
+// stream record's eventName.
+var documentOperation = map[string]string{"INSERT": "insert", "MODIFY": "edit", "REMOVE": "delete"}

@@ -37,7 +37,7 @@ func TestClaimedSpans(t *testing.T) {
 			for _, kv := range s.Attributes() {
 				a[string(kv.Key)] = kv.Value.String()
 			}
-			if a["faas.trigger"] != "datasource" || a["faas.document.collection"] != "orders" || a["faas.document.operation"] != "INSERT" || a["idem.outcome"] != "Processed" {
+			if a["faas.trigger"] != "datasource" || a["faas.document.collection"] != "orders" || a["faas.document.operation"] != "insert" || a["idem.outcome"] != "Processed" {
 				t.Errorf("attributes %v", a)
 			}
 			return

@@ -104,6 +104,8 @@ type Request struct {
 	Body   []byte
 	Key    string // the idempotency key, validated
 	Source string // Options.Source
+
+	route string // API Gateway's route template (OpenTelemetry's http.route), when it names one
 }
 
 // Stripe configures a Receiver for Stripe: Source "stripe", the

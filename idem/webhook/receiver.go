@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -68,13 +69,16 @@ func (r *Receiver) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest
 // did).
 func (r *Receiver) handleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest, route string) (events.APIGatewayV2HTTPResponse, error) {
 	req := Request{Method: e.RequestContext.HTTP.Method, Path: e.RawPath, Header: Header(e.Headers), Source: r.source(route)}
+	if _, tmpl, ok := strings.Cut(e.RouteKey, " "); ok { // "POST /items/{id}"; "$default" names none
+		req.route = tmpl
+	}
 	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
 	body, b64 := wireBody(resp.Body)
 	return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
 }
 
 func (r *Receiver) handleV1(ctx context.Context, e events.APIGatewayProxyRequest, route string) (events.APIGatewayProxyResponse, error) {
-	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route)}
+	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route), route: e.Resource}
 	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
 	body, b64 := wireBody(resp.Body)
 	return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil

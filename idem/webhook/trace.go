@@ -9,11 +9,17 @@ import (
 )
 
 // span names a delivery's span as OpenTelemetry's HTTP server conventions
-// do, continuing the caller's trace (its traceparent header), which a
-// sender instrumented with OpenTelemetry sends.
+// do ("METHOD route", the route's template, never the raw path, whose ids
+// would make a name per request), continuing the caller's trace (its
+// traceparent header), which a sender instrumented with OpenTelemetry
+// sends.
 func span(req Request) hook.Span {
-	s := hook.Span{Name: req.Method + " " + req.Path, Kind: trace.SpanKindServer, Attrs: []attribute.KeyValue{
+	s := hook.Span{Name: req.Method, Kind: trace.SpanKindServer, Attrs: []attribute.KeyValue{
 		attribute.String("http.request.method", req.Method), attribute.String("url.path", req.Path), attribute.String("faas.trigger", "http")}}
+	if req.route != "" {
+		s.Name += " " + req.route
+		s.Attrs = append(s.Attrs, attribute.String("http.route", req.route))
+	}
 	s.Parent, _ = tracectx.Parse(req.Header.Get("traceparent"))
 	return s
 }

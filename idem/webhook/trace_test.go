@@ -53,7 +53,7 @@ func TestSpans(t *testing.T) {
 		for _, kv := range c.span.Attributes() {
 			a[string(kv.Key)] = kv.Value.String()
 		}
-		if c.span.SpanKind() != trace.SpanKindServer || a["http.request.method"] != "POST" || a["url.path"] != "/webhooks/credits" || a["idem.outcome"] != c.outcome {
+		if c.span.SpanKind() != trace.SpanKindServer || a["http.request.method"] != "POST" || a["http.route"] != "/webhooks/credits" || a["url.path"] != "/webhooks/credits" || a["idem.outcome"] != c.outcome {
 			t.Errorf("%s: kind %v, attributes %v", c.what, c.span.SpanKind(), a)
 		}
 		if got := c.span.Parent(); c.parentHex != "" && (got.SpanID().String() != c.parentHex || got.TraceID().String() != "0af7651916cd43dd8448eb211c80319c") ||

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -43,10 +44,8 @@ func newExporter() (*exporter, error) {
 		timeout = time.Duration(ms) * time.Millisecond
 	}
 	headers := map[string]string{}
-	for _, kv := range strings.Split(os.Getenv("OTEL_EXPORTER_OTLP_HEADERS"), ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
+	for k, v := range keyValues(os.Getenv("OTEL_EXPORTER_OTLP_HEADERS")) {
+		headers[k] = v
 	}
 	return &exporter{url: url, headers: headers, client: &http.Client{Timeout: timeout}}, nil
 }
@@ -170,8 +169,13 @@ func request(res []attribute.KeyValue, spans []finished) otlpRequest {
 }
 
 // otlpKind is OTLP's SpanKind number: the API's, which counts from
-// Unspecified as OTLP does.
-func otlpKind(k trace.SpanKind) int { return int(k) }
+// Unspecified as OTLP does; unspecified is internal, as the SDK takes it.
+func otlpKind(k trace.SpanKind) int {
+	if k == trace.SpanKindUnspecified {
+		return int(trace.SpanKindInternal)
+	}
+	return int(k)
+}
 
 func attrs(kvs []attribute.KeyValue) []keyValue {
 	out := make([]keyValue, 0, len(kvs))
@@ -191,6 +195,10 @@ func valueOf(v attribute.Value) value {
 		return value{Int: &s}
 	case attribute.FLOAT64:
 		f := v.AsFloat64()
+		if math.IsNaN(f) || math.IsInf(f, 0) { // JSON has no number for them
+			s := strconv.FormatFloat(f, 'g', -1, 64)
+			return value{String: &s}
+		}
 		return value{Double: &f}
 	case attribute.STRINGSLICE:
 		arr := &struct {

@@ -7,7 +7,11 @@ package telemetry
 
 import (
 	"context"
+	"log"
+	"maps"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,11 +37,25 @@ func Start(_ context.Context) (flush func(context.Context), err error) {
 	p := &provider{exp: exp, resource: resourceAttrs()}
 	otel.SetTracerProvider(p)
 	return func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		// Within the invoke's deadline: a collector that does not answer
+		// loses this invoke's spans, never the invoke.
+		limit := 2 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			limit = min(limit, time.Until(dl)-flushMargin)
+		}
+		if limit <= 0 {
+			p.drop()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 		defer cancel()
-		_ = p.flush(ctx) // a collector that does not answer loses this invoke's spans, not the invoke
+		_ = p.flush(ctx)
 	}, nil
 }
+
+// flushMargin is the time left before an invoke's deadline for its
+// answer once the spans are sent.
+const flushMargin = 100 * time.Millisecond
 
 // wanted reads the OTEL_* variables as the SDKs do.
 func wanted() bool {
@@ -49,7 +67,18 @@ func wanted() bool {
 	default:
 		return false
 	}
-	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return false
+	}
+	protocol := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if protocol == "" {
+		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	if protocol == "grpc" { // OTLP over HTTP only; a collector's HTTP port takes JSON and protobuf alike
+		log.Printf("telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: this function exports OTLP over HTTP only (http/json), so it exports no spans; set http/protobuf or http/json and the collector's HTTP endpoint (port 4318)")
+		return false
+	}
+	return true
 }
 
 // Flushing is h, its spans flushed before each invoke answers.
@@ -60,19 +89,40 @@ func Flushing[E, R any](h func(context.Context, E) (R, error), flush func(contex
 	}
 }
 
-// resourceAttrs names the function, as OTEL_SERVICE_NAME and the
-// OTEL_RESOURCE_ATTRIBUTES (k=v,…) say, else as Lambda does.
+// resourceAttrs are OTEL_RESOURCE_ATTRIBUTES (k=v,…) and the function's
+// own; its name (service.name) is OTEL_SERVICE_NAME, else the one those
+// attributes give, else Lambda's function name.
 func resourceAttrs() []attribute.KeyValue {
-	name := os.Getenv("OTEL_SERVICE_NAME")
-	if name == "" {
-		name = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	m := map[string]string{"cloud.provider": "aws", "faas.name": os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}
+	for k, v := range keyValues(os.Getenv("OTEL_RESOURCE_ATTRIBUTES")) {
+		m[k] = v
 	}
-	kvs := []attribute.KeyValue{attribute.String("service.name", name), attribute.String("cloud.provider", "aws"),
-		attribute.String("faas.name", os.Getenv("AWS_LAMBDA_FUNCTION_NAME"))}
-	for _, kv := range strings.Split(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			kvs = append(kvs, attribute.String(strings.TrimSpace(k), strings.TrimSpace(v)))
-		}
+	switch {
+	case os.Getenv("OTEL_SERVICE_NAME") != "":
+		m["service.name"] = os.Getenv("OTEL_SERVICE_NAME")
+	case m["service.name"] == "":
+		m["service.name"] = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	}
+	kvs := make([]attribute.KeyValue, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kvs = append(kvs, attribute.String(k, m[k]))
 	}
 	return kvs
+}
+
+// keyValues reads the OTEL_* variables' k=v,k=v lists, whose values are
+// percent-encoded (the W3C Baggage format).
+func keyValues(list string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(list, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			continue
+		}
+		if dec, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
+			v = dec
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out
 }

@@ -3,13 +3,16 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -27,9 +30,11 @@ func TestWanted(t *testing.T) {
 		{"exporter otlp", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_TRACES_EXPORTER": "OTLP"}, true},
 		{"exporter none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_TRACES_EXPORTER": "none"}, false},
 		{"SDK disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_SDK_DISABLED": "TRUE"}, false},
+		{"grpc asked for: not spoken here", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false},
+		{"http/protobuf asked for: JSON to the same port", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED"} {
+			for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
 				t.Setenv(k, tc.env[k])
 			}
 			if got := wanted(); got != tc.want {
@@ -88,5 +93,87 @@ func TestStartExports(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the export lacks %s: %s", want, b)
 		}
+	}
+}
+
+// TestSampling: a child of a trace its caller marked not sampled records
+// nothing and carries the mark on; a trace begun here is sampled.
+func TestSampling(t *testing.T) {
+	p := &provider{exp: &exporter{}}
+	tr := p.Tracer("t")
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, Remote: true})
+	ctx, s := tr.Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), "child")
+	s.End()
+	if s.IsRecording() || s.SpanContext().IsSampled() || s.SpanContext().TraceID() != parent.TraceID() || trace.SpanContextFromContext(ctx).SpanID() == parent.SpanID() {
+		t.Errorf("a child of an unsampled parent: recording %v, context %v", s.IsRecording(), s.SpanContext())
+	}
+	_, root := tr.Start(context.Background(), "root")
+	root.End()
+	if !root.SpanContext().IsSampled() || len(p.ended) != 1 {
+		t.Errorf("a root: sampled %v, %d spans kept", root.SpanContext().IsSampled(), len(p.ended))
+	}
+}
+
+// TestFlushKeepsTheDeadline: a collector that does not answer costs an
+// invoke its spans, never its deadline.
+func TestFlushKeepsTheDeadline(t *testing.T) {
+	stuck := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stuck }))
+	defer srv.Close()
+	defer close(stuck)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+	flush, err := Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, left := range []time.Duration{50 * time.Millisecond, 400 * time.Millisecond} {
+		_, s := otel.Tracer("t").Start(context.Background(), "x")
+		s.End()
+		ctx, cancel := context.WithTimeout(context.Background(), left)
+		dl, _ := ctx.Deadline()
+		flush(ctx)
+		if time.Now().After(dl) {
+			t.Errorf("flush with %v left returned after the invoke's deadline", left)
+		}
+		cancel()
+	}
+}
+
+// TestResource: OTEL_SERVICE_NAME, then OTEL_RESOURCE_ATTRIBUTES'
+// service.name, then the function's name; values percent-decoded.
+func TestResource(t *testing.T) {
+	for _, tc := range []struct {
+		name, service, attrs, want string
+	}{
+		{"the function's name", "", "", "CreditsFunction"},
+		{"the attributes' name", "", "service.name=credits%20api,team=pay", "credits api"},
+		{"OTEL_SERVICE_NAME first", "credits", "service.name=other", "credits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "CreditsFunction")
+			t.Setenv("OTEL_SERVICE_NAME", tc.service)
+			t.Setenv("OTEL_RESOURCE_ATTRIBUTES", tc.attrs)
+			n := 0
+			for _, kv := range resourceAttrs() {
+				if kv.Key == "service.name" {
+					n++
+					if kv.Value.AsString() != tc.want {
+						t.Errorf("service.name %q, want %q", kv.Value.AsString(), tc.want)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d service.name attributes", n)
+			}
+		})
+	}
+}
+
+// TestNaNExports: an attribute JSON cannot spell does not lose the batch.
+func TestNaNExports(t *testing.T) {
+	b, err := json.Marshal(request(nil, []finished{{name: "x", attrs: []attribute.KeyValue{attribute.Float64("f", math.NaN())}}}))
+	if err != nil || !strings.Contains(string(b), `"NaN"`) {
+		t.Errorf("%s %v", b, err)
 	}
 }

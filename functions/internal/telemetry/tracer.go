@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"sync"
 	"time"
 
@@ -13,9 +14,12 @@ import (
 )
 
 // A TracerProvider that keeps every span and sends them at each flush:
-// what a Lambda function needs of an SDK (no sampling, no batching across
-// invokes), without the SDK's weight in a function's binary (0.8 MB, which
-// took the webhook function past its 10 MB budget).
+// what a Lambda function needs of an SDK (no batching across invokes),
+// without the SDK's weight in a function's binary (0.8 MB, which took the
+// webhook function past its 10 MB budget). It samples as the SDK's
+// default does, by the parent: a trace a caller marked not sampled (an
+// AWSTraceHeader's Sampled=0, a traceparent's flags) records nothing here
+// and stays not sampled downstream; a trace begun here is sampled.
 
 type provider struct {
 	embedded.TracerProvider
@@ -34,6 +38,13 @@ type tracer struct {
 
 func (p *provider) Tracer(name string, _ ...trace.TracerOption) trace.Tracer {
 	return &tracer{p: p, scope: name}
+}
+
+// drop forgets the spans ended so far, unsent.
+func (p *provider) drop() {
+	p.mu.Lock()
+	p.ended = nil
+	p.mu.Unlock()
 }
 
 // flush sends the spans ended so far.
@@ -75,10 +86,15 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	cfg := trace.SpanContextConfig{TraceFlags: trace.FlagsSampled, TraceState: parent.TraceState()}
 	if parent.IsValid() {
 		cfg.TraceID = parent.TraceID()
+		cfg.TraceFlags = parent.TraceFlags()
 	} else {
 		_, _ = rand.Read(cfg.TraceID[:])
 	}
 	_, _ = rand.Read(cfg.SpanID[:])
+	if !cfg.TraceFlags.IsSampled() { // a span of its own id, carried on, recording nothing
+		ctx = trace.ContextWithSpanContext(ctx, trace.NewSpanContext(cfg))
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	start := c.Timestamp()
 	if start.IsZero() {
 		start = time.Now()
@@ -112,7 +128,9 @@ func (s *span) AddEvent(string, ...trace.EventOption) {}
 
 func (s *span) AddLink(l trace.Link) {
 	s.mu.Lock()
-	s.f.links = append(s.f.links, l)
+	if s.on {
+		s.f.links = append(s.f.links, l)
+	}
 	s.mu.Unlock()
 }
 
@@ -122,29 +140,39 @@ func (s *span) IsRecording() bool {
 	return s.on
 }
 
+// RecordError names the error by its type: a message may carry what a
+// trace should not (the kit's name the claim key).
 func (s *span) RecordError(err error, _ ...trace.EventOption) {
 	if err != nil {
-		s.SetAttributes(attribute.String("exception.message", err.Error()))
+		s.SetAttributes(attribute.String("error.type", fmt.Sprintf("%T", err)))
 	}
 }
 
 func (s *span) SpanContext() trace.SpanContext { return s.f.sc }
 
+// An ended span takes no more changes, as the SDK's.
+
 func (s *span) SetStatus(code codes.Code, description string) {
 	s.mu.Lock()
-	s.f.code, s.f.desc = code, description
+	if s.on {
+		s.f.code, s.f.desc = code, description
+	}
 	s.mu.Unlock()
 }
 
 func (s *span) SetName(name string) {
 	s.mu.Lock()
-	s.f.name = name
+	if s.on {
+		s.f.name = name
+	}
 	s.mu.Unlock()
 }
 
 func (s *span) SetAttributes(kv ...attribute.KeyValue) {
 	s.mu.Lock()
-	s.f.attrs = append(s.f.attrs, kv...)
+	if s.on {
+		s.f.attrs = append(s.f.attrs, kv...)
+	}
 	s.mu.Unlock()
 }
 

@@ -30,32 +30,42 @@ type Span struct {
 	Parent trace.SpanContext
 }
 
-type spanKey struct{}
+// key is the one context key of a delivery's trace: an adapter's Span or
+// a batch's []Span, then, once the Store starts the delivery, the
+// delivery's own value (WithDelivery), which hides them: a delivery made
+// inside a handler takes neither its outer delivery's name nor its trace.
+type key struct{}
 
 // WithSpan carries s to the Store's delivery span.
 func WithSpan(ctx context.Context, s Span) context.Context {
-	return context.WithValue(ctx, spanKey{}, s)
+	return context.WithValue(ctx, key{}, s)
 }
 
 // SpanFrom is the Span an adapter set, or the zero Span.
 func SpanFrom(ctx context.Context) Span {
-	s, _ := ctx.Value(spanKey{}).(Span)
+	s, _ := ctx.Value(key{}).(Span)
 	return s
 }
-
-type batchSpansKey struct{}
 
 // WithBatchSpans carries the Span of each message of a batch
 // (Store.ProcessBatch), by index.
 func WithBatchSpans(ctx context.Context, s []Span) context.Context {
-	return context.WithValue(ctx, batchSpansKey{}, s)
+	return context.WithValue(ctx, key{}, s)
 }
 
 // BatchSpanFrom is the Span of message i of a batch, or the zero Span.
 func BatchSpanFrom(ctx context.Context, i int) Span {
-	s, _ := ctx.Value(batchSpansKey{}).([]Span)
+	s, _ := ctx.Value(key{}).([]Span)
 	if i < len(s) {
 		return s[i]
 	}
 	return Span{}
 }
+
+// WithDelivery marks ctx as a delivery's, with the Store's value for it.
+func WithDelivery(ctx context.Context, v any) context.Context {
+	return context.WithValue(ctx, key{}, v)
+}
+
+// Delivery is the value WithDelivery set, or nil.
+func Delivery(ctx context.Context) any { return ctx.Value(key{}) }

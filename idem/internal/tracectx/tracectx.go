@@ -12,13 +12,28 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Parse reads a W3C traceparent ("00-<trace id>-<span id>-<flags>").
+// Parse reads a W3C traceparent ("00-<trace id>-<span id>-<flags>", in
+// lowercase hex; a later version may append fields, version 00 may not).
 func Parse(traceparent string) (trace.SpanContext, bool) {
 	parts := strings.Split(strings.TrimSpace(traceparent), "-")
-	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" {
+	if len(parts) < 4 || !lowerHex(parts[0], 2) || parts[0] == "ff" || parts[0] == "00" && len(parts) != 4 || !lowerHex(parts[3], 2) {
 		return trace.SpanContext{}, false
 	}
-	return spanContext(parts[1], parts[2], parts[3] == "01")
+	flags, _ := hex.DecodeString(parts[3])
+	return spanContext(parts[1], parts[2], flags[0]&1 == 1) // bit 0: sampled; the others are not ours to read
+}
+
+// lowerHex reports whether s is n lowercase hex digits.
+func lowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // XRay writes sc as an X-Ray trace header: the trace id's first 8 hex
@@ -45,7 +60,7 @@ func ParseXRay(header string) (trace.SpanContext, bool) {
 		switch k {
 		case "Root":
 			r := strings.Split(v, "-")
-			if len(r) != 3 || r[0] != "1" {
+			if len(r) != 3 || r[0] != "1" || len(r[1]) != 8 || len(r[2]) != 24 {
 				return trace.SpanContext{}, false
 			}
 			root = r[1] + r[2]
@@ -60,7 +75,7 @@ func ParseXRay(header string) (trace.SpanContext, bool) {
 
 func spanContext(traceID, spanID string, sampled bool) (trace.SpanContext, bool) {
 	var cfg trace.SpanContextConfig
-	if len(traceID) != 32 || len(spanID) != 16 {
+	if !lowerHex(traceID, 32) || !lowerHex(spanID, 16) {
 		return trace.SpanContext{}, false
 	}
 	if _, err := hex.Decode(cfg.TraceID[:], []byte(traceID)); err != nil {
