@@ -195,14 +195,19 @@ var errNoIdleRuntime = errors.New("localstack: no idle runtime in the environmen
 // environment running, as on Lambda Managed Instances (its handler runs on,
 // its runtime busy until it returns); a panic or an exit ends the whole
 // process, the emulator with it, once every handler in it has returned, and
-// fails the invokes it takes meanwhile (Runtime.ExitError).
+// fails the invokes it takes meanwhile (Runtime.ExitError, or
+// Runtime.Unknown when the emulator's answer breaks off).
 func (in *instance) managedAnswer(resp *http.Response, body []byte) ([]byte, error) {
 	switch errType := resp.Header.Get("Error-Type"); {
 	case errType == "Runtime.Unavailable":
 		return nil, errNoIdleRuntime
 	case errType != "":
-		if errType == "Runtime.ExitError" {
-			in.broken.Store(true) // its process is gone: the environment is ending
+		switch errType {
+		case "Runtime.ExitError", "Runtime.Unknown":
+			// Its process is gone, or the emulator lost track of it (after a
+			// panic it may answer an invoke it takes while it ends with a
+			// broken response): either way the environment is ending.
+			in.broken.Store(true)
 		}
 		if fe := errorDocument(in.fn, body); fe != nil {
 			return nil, fe
