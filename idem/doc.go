@@ -332,9 +332,11 @@
 //		o.Observers = []idem.Observer{metrics}
 //	})
 //
-// A Source that CloudWatch would drop as a dimension (empty after
-// trimming, over 1,024 characters, not printable ASCII) is refused before
-// anything is written, so every outcome can be counted.
+// A Source that CloudWatch would drop as a dimension (blank, over 1,024
+// characters, not printable ASCII) is refused before anything is written,
+// so every outcome can be counted. An empty Source is a Store's own calls'
+// (scope "default", counted as "unknown"); the adapters name one from the
+// event and refuse an event that names none.
 //
 // # Traces
 //

@@ -103,6 +103,9 @@ func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err erro
 			puts = append(puts, i)
 			continue
 		}
+		if name := emptyKeyValue(k); name != "" {
+			return bad("effect write %d: key attribute %q of %s is empty; DynamoDB refuses an empty key value", i, name, table)
+		}
 		if _, ok := keyAttrs[table]; !ok {
 			keyAttrs[table] = sortedNames(k)
 		}
@@ -129,6 +132,9 @@ func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err erro
 		if len(k) != len(names) {
 			return bad("effect write %d puts an item without its key attributes %v", i, names)
 		}
+		if name := emptyKeyValue(k); name != "" {
+			return bad("effect write %d: key attribute %q of %s is empty; DynamoDB refuses an empty key value", i, name, table)
+		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
 			return err
 		}
@@ -137,6 +143,25 @@ func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err erro
 		return bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
 	}
 	return nil
+}
+
+// emptyKeyValue is the name of a key attribute whose string or binary
+// value is empty, which DynamoDB refuses (a ValidationException, which
+// would otherwise fail the delivery as the kit's fault, on every retry).
+func emptyKeyValue(k map[string]types.AttributeValue) string {
+	for name, v := range k {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			if v.Value == "" {
+				return name
+			}
+		case *types.AttributeValueMemberB:
+			if len(v.Value) == 0 {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // target is one item: a table and its canonical key.

@@ -70,6 +70,7 @@ func TestBadRecordsFailAlone(t *testing.T) {
 		{"key attribute Binary", ok, "", map[string]events.SQSMessageAttribute{sqsconsumer.KeyAttribute: {DataType: "Binary", BinaryValue: []byte("k")}}, `data type \"Binary\"`, false},
 		{"key attribute empty", ok, "", attr("String", ""), "is empty", false},
 		{"no messageId and no key", ok, "-", nil, sqsconsumer.ErrNoKey.Error(), false},
+		{"no eventSourceARN: no queue to scope the key", ok, "no-arn", nil, "names no queue", false},
 		// SQS allows CR, LF and tab in attribute values, and a direct
 		// invoke can carry NUL: an opaque key, escaped in the log.
 		{"CR LF in the key", ok, "", attr("String", "k\r\nX-Injected: 1"), "", true},
@@ -86,6 +87,8 @@ func TestBadRecordsFailAlone(t *testing.T) {
 				case "":
 				case "-":
 					bad.MessageId = ""
+				case "no-arn":
+					bad.EventSourceARN = ""
 				default:
 					bad.MessageId = tc.id
 				}

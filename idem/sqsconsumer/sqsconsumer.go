@@ -250,6 +250,11 @@ func (c *consumer) processRecord(ctx context.Context, rec events.SQSMessage) err
 func (c *consumer) keyed(ctx context.Context, rec events.SQSMessage) (idem.Message, error) {
 	msg := c.message(rec)
 	key, err := c.key(rec)
+	if err == nil && msg.Source == "" {
+		// Its key would fall in the shared "default" scope, where another
+		// sender's ids are.
+		err = errors.New("the record names no queue (its eventSourceARN is empty or not a queue's) and Options.Source is unset")
+	}
 	if err != nil {
 		err = fmt.Errorf("record %s: %w", rec.MessageId, err)
 		c.door.Fail(ctx, msg, err)

@@ -71,6 +71,8 @@ func TestBadInputCommitsNothing(t *testing.T) {
 		{"body id over 2,048 bytes", "plain", badV2(`{"id":"`+strings.Repeat("e", 3000)+`","account":"acc-9","cents":1}`, false, nil), nil, 400, "3000 bytes", false},
 		{"CR LF in the key", "plain", badV2(creditBody, false, k("k\r\nX-Injected: 1")), nil, 400, "control", false},
 		{"NUL in the key", "plain", badV2(creditBody, false, k("k\x00")), nil, 400, "control", false},
+		{"a key of spaces", "plain", badV2(creditBody, false, k("   ")), nil, 400, "the idempotency key is empty", false},
+		{"an unclosed quote", "plain", badV2(creditBody, false, k(`"abc`)), nil, 400, "does not close or open", false},
 		{"CR LF inside a quoted key", "plain", badV2(creditBody, false, k("\"k\r\n\"")), nil, 400, "control", false},
 		{"invalid UTF-8 in the key", "plain", badV2(creditBody, false, k("k\xff")), nil, 400, "non-ASCII", false},
 		{"base64 flag on a plain body", "plain", badV2(creditBody, true, k("k")), nil, 400, "not valid base64", false},

@@ -75,9 +75,16 @@ func bodyString(body []byte, field string) (string, error) {
 // returned as it is, unless it holds a comma: two header values joined
 // (RFC 9110, section 5.3), and which one the sender meant cannot be told.
 func unquote(v string) (string, error) {
+	// A field value's leading and trailing spaces and tabs are no part of
+	// it (RFC 9110, 5.5): " k" is the key "k", which one client's retry
+	// may send without them.
+	v = strings.Trim(v, " \t")
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		if strings.Contains(v, ",") {
+		switch {
+		case strings.Contains(v, ","):
 			return "", errors.New("the Idempotency-Key holds more than one value (a comma outside quotes); send one key, quoted if it contains a comma")
+		case strings.HasPrefix(v, `"`) || strings.HasSuffix(v, `"`):
+			return "", errors.New(`the Idempotency-Key opens or closes a quoted string it does not close or open`)
 		}
 		return v, nil
 	}

@@ -54,6 +54,22 @@ func TestRedeliveriesReplayTheFirstResponse(t *testing.T) {
 
 // TestConcurrentDeliveriesApplyOnce releases five deliveries of one credit
 // together: one commits, the others get its response back.
+// TestKeyOuterSpacesAreNoPart: a header value's outer spaces and tabs
+// are no part of it (RFC 9110), so " k", "k " and "k" are one key: one
+// credit.
+func TestKeyOuterSpacesAreNoPart(t *testing.T) {
+	e := newEnv(t)
+	r := e.receiver(t)
+	for _, key := range []string{"k-1", " k-1", "k-1 ", "\tk-1", `"k-1" `} {
+		if a := sendV2(t, r, delivery{body: creditBody, headers: keyed(key)}); a.status != 200 {
+			t.Fatalf("key %q: %d %s", key, a.status, a.body)
+		}
+	}
+	if got := e.Balance(t, "acc-9"); got != 500 {
+		t.Errorf("want one credit of 500, got %d", got)
+	}
+}
+
 func TestConcurrentDeliveriesApplyOnce(t *testing.T) {
 	e := newEnv(t)
 	r := e.receiver(t)

@@ -176,7 +176,7 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 		fmt.Fprintf(w, "  function   %-28s up to %d environments%s, timeout %v\n", id, s.Options.Instances, mode, spec.Timeout)
 	}
 	if s.Traces != nil {
-		fmt.Fprintf(w, "  traces     %-28s %s/traces (OTLP/HTTP JSON in; GET /traces lists, /traces/<id> shows one)\n", "OTEL_EXPORTER_OTLP_ENDPOINT", s.Traces.URL)
+		fmt.Fprintf(w, "  traces     %-28s %s (the functions' OTEL_EXPORTER_OTLP_ENDPOINT); GET %s/traces lists them, /traces/<id> shows one\n", "OTLP/HTTP", s.Traces.URL, s.Traces.URL)
 	}
 	if s.Receipts != nil {
 		fmt.Fprintf(w, "  receipts   %-28s %s (admin %s: fail, hang, drop, latency, calls, stats, reset)\n", "RECEIPTS_URL", s.Receipts.URL(), s.Receipts.AdminURL())

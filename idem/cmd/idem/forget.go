@@ -131,7 +131,11 @@ func consequences(v claimView, now time.Time) []string {
 	if v.Expired {
 		n = append(n, "The claim has expired: the kit already takes it as absent and TTL will delete it; forgetting it changes nothing for a delivery.")
 	}
-	n = append(n, "Forgetting undoes no effect: its writes stay. The next delivery of this message (a redrive, a sender's retry) is processed again and applies its effect again.")
+	if v.Outcome == string(idem.Pending) {
+		n = append(n, "A pending claim has committed no effect. The next delivery of this message (a redrive, a sender's retry) is processed as a first delivery.")
+	} else {
+		n = append(n, "Forgetting undoes no effect: its writes stay. The next delivery of this message (a redrive, a sender's retry) is processed again and applies its effect again.")
+	}
 	switch l := v.Lease; {
 	case l != nil && l.Live:
 		n = append(n, "A delivery holds the lease: its commit will then find no claim and apply nothing (fenced), but any call it made out is made again, with the same key, by the next delivery.")

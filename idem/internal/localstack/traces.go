@@ -309,7 +309,7 @@ func Tree(spans []Span) string {
 	walk = func(s Span, depth int) {
 		fmt.Fprintf(&b, "%-*s  %-*s +%6.1f ms %7.1f ms", nameW, strings.Repeat("  ", depth)+s.Name, svcW, s.Service,
 			float64(s.Start.Sub(start).Microseconds())/1000, float64(s.End.Sub(s.Start).Microseconds())/1000)
-		for _, k := range []string{"idem.outcome", "idem.cached", "idem.attempts", "messaging.message.id"} {
+		for _, k := range []string{"idem.outcome", "idem.cached", "idem.attempts", "idem.key.sha256", "messaging.message.id"} {
 			if v, ok := s.Attrs[k]; ok {
 				fmt.Fprintf(&b, " %s=%s", strings.TrimPrefix(k, "idem."), v)
 			}

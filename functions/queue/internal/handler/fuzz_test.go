@@ -25,8 +25,9 @@ func (commitAll) TransactWriteItems(context.Context, *dynamodb.TransactWriteItem
 
 // FuzzRecord: the queue function's key is its documented order (the
 // IdempotencyKey attribute, the deduplication id, the body's "id", the
-// messageId), and its handler fails a record exactly when that key or the
-// credit in its body is unusable; never a panic, never a function error.
+// messageId), none for a body that is no credit, and its handler fails a
+// record exactly when that key or the credit in its body is unusable;
+// never a panic, never a function error.
 func FuzzRecord(f *testing.F) {
 	f.Add("m-1", `{"id":"evt_001","account":"acc-9","cents":500}`, "", "", false)
 	f.Add("m-1", `{"id":"evt_001","account":"acc-9","cents":500}`, "order-7", "dedup-1", true)
@@ -67,7 +68,12 @@ func FuzzRecord(f *testing.F) {
 			want = c.ID
 		}
 		key, err := handler.Key(rec)
-		if err != nil || key != want {
+		switch {
+		case perr != nil: // no credit, no key: nothing is written for it
+			if err == nil || key != "" {
+				t.Fatalf("key of a body that is no credit (%v): expect an error, got %q, %v", perr, key, err)
+			}
+		case err != nil || key != want:
 			t.Fatalf("key: expect %q, got %q, %v", want, key, err)
 		}
 		resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec}})

@@ -37,8 +37,15 @@ func New(store *idem.Store, a credit.Applier) (func(context.Context, events.SQSE
 // Key is the first of: the message attribute IdempotencyKey, a FIFO
 // queue's message group and MessageDeduplicationId
 // (sqsconsumer.DeduplicationKey), the body's "id", the record's messageId.
-// A body that does not parse has no "id" here; its handler reports why.
-func Key(rec events.SQSMessage) (string, error) { return key(rec) }
+// A body that is no credit has no key: its record fails with the reason
+// before anything is written, so that bad input leaves no claim behind,
+// not even the lease's pending one.
+func Key(rec events.SQSMessage) (string, error) {
+	if _, err := credit.Parse([]byte(rec.Body)); err != nil {
+		return "", err
+	}
+	return key(rec)
+}
 
 var key = sqsconsumer.FirstKey(sqsconsumer.AttributeKey, sqsconsumer.DeduplicationKey, bodyID, sqsconsumer.MessageIDKey)
 

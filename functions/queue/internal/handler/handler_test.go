@@ -22,11 +22,11 @@ func TestKeyOrder(t *testing.T) {
 		{"group and deduplication id before body id", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo}, "acc-9/dedup-1"},
 		{"body id before messageId", events.SQSMessage{MessageId: "m", Body: body}, "evt_001"},
 		{"messageId when the body has no id", events.SQSMessage{MessageId: "m", Body: `{"account": "acc-9", "cents": 500}`}, "m"},
-		{"messageId when the body is malformed", events.SQSMessage{MessageId: "m", Body: `{"id": "evt_001", "account": "acc-9", "cents": 0}`}, "m"},
+		{"none when the body is no credit, even with an attribute", events.SQSMessage{MessageId: "m", Body: `{"id": "evt_001", "account": "acc-9", "cents": 0}`, MessageAttributes: withAttr}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := handler.Key(tc.rec)
-			if err != nil || got != tc.want {
+			if (err != nil) != (tc.want == "") || got != tc.want {
 				t.Fatalf("expect %q, got %q, %v", tc.want, got, err)
 			}
 		})
