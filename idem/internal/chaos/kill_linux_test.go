@@ -221,9 +221,11 @@ func build(dir string) (binaries, error) {
 	// The emulator from its pinned version, outside this module's go.mod.
 	wg.Go(func() { _, errs[3] = localstack.BuildRIE(context.Background(), "go", dir) })
 	for i, args := range [][]string{
-		{"build", "-tags", "lambda.norpc", "-o", b.queue, "./functions/queue"},
-		{"build", "-tags", "lambda.norpc", "-o", b.webhook, "./functions/webhook"},
-		{"build", "-tags", "lambda.norpc", "-o", b.relay, "./functions/relay"},
+		// As make builds them (-trimpath), so that these and the local
+		// stack's builds share one build cache entry.
+		{"build", "-tags", "lambda.norpc", "-trimpath", "-o", b.queue, "./functions/queue"},
+		{"build", "-tags", "lambda.norpc", "-trimpath", "-o", b.webhook, "./functions/webhook"},
+		{"build", "-tags", "lambda.norpc", "-trimpath", "-o", b.relay, "./functions/relay"},
 	} {
 		wg.Go(func() {
 			cmd := exec.Command("go", args...)

@@ -50,7 +50,7 @@ func (s *Stack) buildFunction(ctx context.Context, id string, props map[string]a
 		cmd.Dir = codeDir(o, props)
 		how = "make build-" + id
 	case "go1.x", "":
-		cmd = exec.CommandContext(ctx, o.Go, "build", "-tags", "lambda.norpc", "-o", bootstrap, ".")
+		cmd = exec.CommandContext(ctx, o.Go, "build", "-tags", "lambda.norpc", "-trimpath", "-o", bootstrap, ".")
 		cmd.Dir = codeDir(o, props)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		how = "go build in " + cmd.Dir

@@ -75,7 +75,7 @@ func testEcho(t *testing.T) string {
 	shared.echoOnce.Do(func() {
 		dir := filepath.Join(shared.dir, "echo")
 		shared.echo = filepath.Join(dir, "bootstrap")
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", shared.echo, "./testdata/echo")
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", shared.echo, "./testdata/echo")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			shared.echoErr = &buildError{err, out}
