@@ -65,11 +65,16 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go test through gotest (idem/internal/testphase): go test's own lines, and
 # the long tests' phase lines as they run, which plain go test ./... shows
 # only with -v, all of every package's log, once each package has ended.
+# staticcheck runs meanwhile (its output after the tests'): the long tests
+# mostly wait on their servers, and its minute and a half fits in there.
 test: moto lint-template
 	$(GO) vet ./...
-	$(STATICCHECK) ./...
 	$(GO) build -o bin/gotest ./idem/internal/testphase/gotest
-	bin/gotest -go $(GO) -race -count=1 ./...
+	@mkdir -p bin; echo '$(STATICCHECK) ./... (beside the tests)'; \
+	$(STATICCHECK) ./... > bin/staticcheck.out 2>&1 & sc=$$!; \
+	bin/gotest -go $(GO) -race -count=1 ./...; rc=$$?; \
+	wait $$sc; scrc=$$?; cat bin/staticcheck.out; \
+	if [ $$scrc -ne 0 ]; then echo "staticcheck failed"; exit 1; fi; exit $$rc
 
 # Each fuzz target for a bounded time (FUZZTIME each); their seed corpora
 # (testdata/fuzz) already run in make test.
