@@ -385,9 +385,15 @@
 //     record disagree.
 //   - Calls per message: 1, or about a tenth of one with the SQS adapter's
 //     BatchTransactions (a batch of 10 new records in one transaction).
-//   - Duplicates: one cancelled transaction each, or nothing when a warm
-//     environment's cache knows the claim. Check their cost on your bill
-//     with ReturnConsumedCapacity rather than trust a figure here.
+//   - Duplicates: one cancelled transaction each (2 to 4 write units: AWS
+//     does not document a cancelled one's), or one eventually consistent
+//     read (0.5 read unit) once a sender's recent duplicates pass
+//     Options.ReadFirstAbove, or nothing when a warm environment's cache
+//     knows the claim. When the sender counts its deliveries
+//     (Message.Attempt: SQS's receive count) first receives and
+//     redeliveries keep their shares apart, so that in a redelivery storm
+//     only the redeliveries read first. Check the cost on your bill with
+//     ReturnConsumedCapacity rather than trust a figure here.
 //   - Partitions: claim keys are scope#id with ids that senders make
 //     unique, so claims spread evenly; no hot key unless one id is
 //     redelivered in a storm, one conditional write each. Contention lives

@@ -32,6 +32,14 @@ type Message struct {
 	// LogAttrs are added to the message's log record, such as the SQS
 	// messageId that a batch response names.
 	LogAttrs []slog.Attr
+	// Attempt is the sender's count of this delivery, 1 for its first,
+	// when the sender keeps one (the SQS adapter sets SQS's
+	// ApproximateReceiveCount); 0 when it does not. A Store keeps apart
+	// the shares of duplicates among a sender's first attempts and among
+	// its later ones (Options.ReadFirstAbove), so that in a redelivery
+	// storm the redeliveries read their claim first and the first
+	// deliveries go straight to their transaction.
+	Attempt int
 }
 
 type ctxKey struct{}

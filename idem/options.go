@@ -86,8 +86,9 @@ type Options struct {
 	CacheSize int
 
 	// ReadFirstAbove is the share of a sender's recent deliveries, in
-	// this environment, that were duplicates found in DynamoDB, above
-	// which a delivery first reads its claim (one GetItem, eventually
+	// this environment, that were duplicates found in DynamoDB (of its
+	// first attempts and of its later ones apart, when the sender counts
+	// them: Message.Attempt), above which a delivery first reads its claim (one GetItem, eventually
 	// consistent) before running its handler: a duplicate is then
 	// answered at the cost of a read, not of a transaction its claim
 	// cancels, and a first delivery pays the read besides its

@@ -125,7 +125,7 @@ func (s *Store) report(ctx context.Context, outcome Outcome, msg Message, err er
 }
 
 func (o *observer) observe(ctx context.Context, msg Message, key string, res Result, err error) {
-	o.rates.count(msg.Source, res, err)
+	o.rates.count(msg, res, err)
 	o.record(ctx, OutcomeOf(res, err), msg, key, res, err)
 }
 

@@ -26,7 +26,7 @@ type GetItemAPI interface {
 // the read worth its cost (ok); otherwise it says to go on.
 func (s *Store) peeked(ctx context.Context, msg Message, id Record) (Result, error, bool) {
 	reader, ok := s.client.(GetItemAPI)
-	if !ok || !s.rates.high(msg.Source, s.opts.ReadFirstAbove) {
+	if !ok || !s.rates.high(msg, s.opts.ReadFirstAbove) {
 		return Result{}, nil, false
 	}
 	cctx, span := s.call(ctx, "GetItem", nil)
@@ -51,10 +51,21 @@ func (s *Store) peeked(ctx context.Context, msg Message, id Record) (Result, err
 }
 
 // rates are each sender's recent share of duplicates among the deliveries
-// this Store settled, a moving average, in this environment.
+// this Store settled, a moving average, in this environment; kept apart
+// for its first attempts, its later ones, and deliveries it does not
+// count (Message.Attempt).
 type rates struct {
 	mu sync.Mutex
-	m  map[string]float64
+	m  map[rateKey]float64
+}
+
+type rateKey struct {
+	source string
+	tries  int8 // 0: not counted; 1: a first attempt; 2: a later one
+}
+
+func rateKeyOf(msg Message) rateKey {
+	return rateKey{msg.Source, int8(min(max(msg.Attempt, 0), 2))}
 }
 
 // rateWeight is how much one delivery moves its sender's average: about
@@ -68,7 +79,7 @@ const maxRateSenders = 1024
 // count adds a settled delivery of source to its average, unless no call
 // settled it (the cache's answer, or another delivery's in this process):
 // the average is of the deliveries a read could have spared a transaction.
-func (r *rates) count(source string, res Result, err error) {
+func (r *rates) count(msg Message, res Result, err error) {
 	o := res.Outcome
 	if err != nil || res.Cached || o != Processed && o != Duplicate && o != Rejected {
 		return
@@ -80,18 +91,20 @@ func (r *rates) count(source string, res Result, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil || len(r.m) >= maxRateSenders {
-		r.m = map[string]float64{}
+		r.m = map[rateKey]float64{}
 	}
-	r.m[source] += rateWeight * (x - r.m[source])
+	k := rateKeyOf(msg)
+	r.m[k] += rateWeight * (x - r.m[k])
 }
 
-// high says whether source's recent share of duplicates is above limit;
-// a negative limit never is.
-func (r *rates) high(source string, limit float64) bool {
+// high says whether the recent share of duplicates among deliveries like
+// msg (its sender's, its attempt's) is above limit; a negative limit never
+// is.
+func (r *rates) high(msg Message, limit float64) bool {
 	if limit < 0 {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.m[source] > limit
+	return r.m[rateKeyOf(msg)] > limit
 }

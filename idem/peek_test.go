@@ -78,3 +78,47 @@ func TestReadFirstOnlyWhenDuplicatesAreMany(t *testing.T) {
 		}
 	}
 }
+
+// TestRedeliveriesReadFirstDeliveriesDoNot: when the sender counts its
+// deliveries (Message.Attempt, SQS's receive count), a redelivery storm
+// makes the redeliveries read their claim first, and only them: a first
+// attempt goes straight to its transaction, as does a duplicate the sender
+// counts as a first attempt (a producer's resend), which its claim's
+// condition still answers.
+func TestRedeliveriesReadFirstDeliveriesDoNot(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	deliver := func(id string, attempt int) (idem.Outcome, int, int) {
+		t.Helper()
+		e.calls.Reset()
+		res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "queue", Payload: []byte("p"), Attempt: attempt}, e.creditHandler(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Outcome, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems")
+	}
+	for i := range 12 { // a redelivery storm: each message received 3 times
+		for attempt := 1; attempt <= 3; attempt++ {
+			deliver(fmt.Sprint("m-", i), attempt)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		id        string
+		attempt   int
+		want      idem.Outcome
+		gets, txs int
+	}{
+		{"a first attempt", "new", 1, idem.Processed, 0, 1},
+		{"a redelivery", "m-0", 2, idem.Duplicate, 1, 0},
+		{"a producer's resend, counted as a first attempt", "m-1", 1, idem.Duplicate, 0, 1},
+		{"a sender that does not count, its own share", "m-2", 0, idem.Duplicate, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, gets, txs := deliver(tc.id, tc.attempt)
+			if got != tc.want || gets != tc.gets || txs != tc.txs {
+				t.Errorf("want %v with %d GetItem and %d transactions, got %v with %d and %d", tc.want, tc.gets, tc.txs, got, gets, txs)
+			}
+		})
+	}
+}

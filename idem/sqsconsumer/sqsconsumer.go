@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -280,7 +281,10 @@ func (c *consumer) message(rec events.SQSMessage) idem.Message {
 		src = QueueName(rec.EventSourceARN)
 	}
 	// The messageId in the log line is what batchItemFailures names.
-	return idem.Message{Source: src, Payload: []byte(rec.Body), LogAttrs: []slog.Attr{slog.String("messageId", rec.MessageId)}}
+	// The receive count tells a redelivery from a first delivery: in a
+	// redelivery storm only the redeliveries read their claim first.
+	attempt, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	return idem.Message{Source: src, Payload: []byte(rec.Body), Attempt: attempt, LogAttrs: []slog.Attr{slog.String("messageId", rec.MessageId)}}
 }
 
 // key runs Options.Key, turning an empty key into ErrNoKey and a panic into

@@ -300,3 +300,35 @@ func TestHandlerPanicFailsItsRecordOnly(t *testing.T) {
 		t.Errorf("the panic is not logged:\n%s", e.logs.String())
 	}
 }
+
+// TestAttemptIsTheReceiveCount: the Message a handler gets counts its
+// delivery as SQS does (ApproximateReceiveCount), 0 when the record has no
+// readable count, so that a Store tells redeliveries from first
+// deliveries (idem.Options.ReadFirstAbove).
+func TestAttemptIsTheReceiveCount(t *testing.T) {
+	for _, tc := range []struct {
+		count string // "" leaves the attribute out
+		want  int
+	}{{"1", 1}, {"3", 3}, {"", 0}, {"three", 0}} {
+		t.Run(fmt.Sprintf("%q", tc.count), func(t *testing.T) {
+			e := newEnv(t)
+			got := -1
+			h, err := sqsconsumer.New(e.store, func(ctx context.Context, _ events.SQSMessage) (idem.Effect, error) {
+				msg, _ := idem.FromContext(ctx)
+				got = msg.Attempt
+				return idem.Effect{}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := idemtest.SQSMessage("credits", `{"n":1}`, nil)
+			delete(rec.Attributes, "ApproximateReceiveCount")
+			if tc.count != "" {
+				rec.Attributes["ApproximateReceiveCount"] = tc.count
+			}
+			if resp, _ := h(context.Background(), idemtest.SQSEvent(rec)); len(resp.BatchItemFailures) > 0 || got != tc.want {
+				t.Errorf("want Attempt %d, got %d (failures %v)", tc.want, got, resp.BatchItemFailures)
+			}
+		})
+	}
+}

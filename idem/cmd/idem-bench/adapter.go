@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -72,6 +73,9 @@ func (k *sqsKit) deliverBatch(ctx context.Context, batch []message) []message {
 		ev.Records[i] = events.SQSMessage{
 			MessageId: m.id, EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:bench",
 			Body: fmt.Sprintf(`{"account":%q,"cents":%d}`, m.account, m.cents),
+		}
+		if m.attempt > 0 {
+			ev.Records[i].Attributes = map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.attempt)}
 		}
 	}
 	resp, _ := k.h(ctx, ev) // the adapter never returns a function error

@@ -47,7 +47,10 @@
 //     ones that let the kit's per-sender share of duplicates settle (a
 //     moving average over about 16 deliveries, which ReadFirstAbove is
 //     compared with). This kit with its defaults (ReadFirstAbove 0.3, no
-//     cache) and with ReadFirstAbove -1, to show what the read saves; the
+//     cache), its records carrying their SQS receive count (a redelivery
+//     storm: the duplicates are later receives) and carrying none (every
+//     delivery a first receive, as a provider's or a relay's resends
+//     are), and with ReadFirstAbove -1, to show what the read saves; the
 //     floor (one 2-action TransactWriteItems per first delivery, one
 //     GetItem per duplicate, no idempotency code); and Powertools for
 //     TypeScript with its default configuration through bench.js, the same

@@ -15,6 +15,7 @@ import (
 type message struct {
 	id, account string
 	cents       int
+	attempt     int // SQS's ApproximateReceiveCount, when set
 }
 
 // errAfterEffect is the failure injected after a strategy's effect: the

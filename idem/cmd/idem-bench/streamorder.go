@@ -13,9 +13,10 @@ import (
 
 // delivery is one delivery of a stream.
 type delivery struct {
-	msg   int  // the message's index in its stream
-	dup   bool // a duplicate: the message was delivered before
-	timed bool // its message is past the warm-up
+	msg     int  // the message's index in its stream
+	dup     bool // a duplicate: the message was delivered before
+	timed   bool // its message is past the warm-up
+	attempt int  // its message's deliveries so far, this one included
 }
 
 // stream is an order of deliveries: each message's first delivery in
@@ -62,9 +63,9 @@ func newStream(name, what string, n int, perMessage float64, seed uint64) stream
 	}
 	for i := range streamWarm + n {
 		timed := i >= streamWarm
-		slots = append(slots, slot{float64(i), delivery{i, false, timed}})
+		slots = append(slots, slot{float64(i), delivery{msg: i, timed: timed}})
 		for range dups(i) {
-			slots = append(slots, slot{float64(i) + 1 + rng.Float64()*dupWindow, delivery{i, true, timed}})
+			slots = append(slots, slot{float64(i) + 1 + rng.Float64()*dupWindow, delivery{msg: i, dup: true, timed: timed}})
 		}
 	}
 	slices.SortStableFunc(slots, func(a, b slot) int {
@@ -77,7 +78,10 @@ func newStream(name, what string, n int, perMessage float64, seed uint64) stream
 		return 0
 	})
 	st := stream{name: name, what: what, perMessage: perMessage, messages: n, warm: streamWarm}
+	seen := make([]int, streamWarm+n)
 	for _, s := range slots {
+		seen[s.d.msg]++
+		s.d.attempt = seen[s.d.msg]
 		st.deliveries = append(st.deliveries, s.d)
 	}
 	return st

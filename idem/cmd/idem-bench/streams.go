@@ -26,8 +26,8 @@ import (
 	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
-// deliverFunc delivers m, a duplicate when dup, and waits for its answer.
-type deliverFunc func(ctx context.Context, m message, dup bool) error
+// deliverFunc delivers d's message m and waits for its answer.
+type deliverFunc func(ctx context.Context, m message, d delivery) error
 
 // streamLine is one way of delivering a stream: this kit with some
 // options, or the floor. build makes a new deliverer for each stream, so
@@ -40,7 +40,11 @@ type streamLine struct {
 
 // kitLine is this kit as the queue function runs it (the SQS adapter,
 // per record) over a Store with optFns besides quietStore.
-func kitLine(name string, optFns ...func(*idem.Options)) streamLine {
+// With counted, each record carries SQS's receive count (a redelivery
+// storm's duplicates are its later receives); without, every delivery is
+// a first receive, as when the duplicates are a sender's resends (a
+// webhook provider's, a relay's).
+func kitLine(name string, counted bool, optFns ...func(*idem.Options)) streamLine {
 	return streamLine{name: name, kit: true, build: func(su setup, processed string) (deliverFunc, error) {
 		store, err := idem.New(su.client, processed, append([]func(*idem.Options){quietStore}, optFns...)...)
 		if err != nil {
@@ -50,7 +54,12 @@ func kitLine(name string, optFns ...func(*idem.Options)) streamLine {
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context, m message, _ bool) error { return k.deliver(ctx, m, false) }, nil
+		return func(ctx context.Context, m message, d delivery) error {
+			if counted {
+				m.attempt = d.attempt
+			}
+			return k.deliver(ctx, m, false)
+		}, nil
 	}}
 }
 
@@ -59,9 +68,9 @@ func kitLine(name string, optFns ...func(*idem.Options)) streamLine {
 // a duplicate one GetItem of the claim (eventually consistent, as the
 // kit's read), and nothing else: no idempotency code, no condition.
 var floorLine = streamLine{name: "floor: one 2-action TransactWriteItems per first delivery, one GetItem per duplicate (no idempotency code)", build: func(su setup, processed string) (deliverFunc, error) {
-	return func(ctx context.Context, m message, dup bool) error {
+	return func(ctx context.Context, m message, d delivery) error {
 		key := map[string]types.AttributeValue{"pk": s(m.id)}
-		if dup {
+		if d.dup {
 			_, err := su.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(processed), Key: key})
 			return err
 		}
@@ -197,7 +206,7 @@ func runStreams(ctx context.Context, servers []server, streams []stream, lines [
 					calls := envs[k][j].su.calls
 					before := countOps(calls)
 					start := time.Now()
-					if err := deliver[k][j](ctx, m, d.dup); err != nil {
+					if err := deliver[k][j](ctx, m, d); err != nil {
 						return nil, fmt.Errorf("%s, %s, on %s: %s: %w", st.name, lines[k].name, servers[j].name, m.id, err)
 					}
 					took := time.Since(start)
@@ -305,8 +314,9 @@ const defaultReadFirstAbove = "0.3"
 
 // streamLines are the storm section's lines, this kit's first.
 var streamLines = []streamLine{
-	kitLine("this kit, default options (ReadFirstAbove " + defaultReadFirstAbove + ", no cache)"),
-	kitLine("this kit, ReadFirstAbove -1 (never reads first)", func(o *idem.Options) { o.ReadFirstAbove = -1 }),
+	kitLine("this kit, default options (ReadFirstAbove "+defaultReadFirstAbove+", no cache), each record with its receive count", true),
+	kitLine("this kit, default options, no receive count (every delivery a first receive: a sender's resends)", false),
+	kitLine("this kit, ReadFirstAbove -1 (never reads first)", true, func(o *idem.Options) { o.ReadFirstAbove = -1 }),
 	floorLine,
 }
 

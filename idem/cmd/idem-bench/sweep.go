@@ -57,11 +57,11 @@ func runSweep(ctx context.Context, servers []server, n int, values []float64, se
 		return res, nil
 	}
 	res.server = servers[1]
-	lines := []streamLine{kitLine("default")}
+	lines := []streamLine{kitLine("default", false)}
 	for _, v := range values {
 		s := strconv.FormatFloat(v, 'g', -1, 64)
 		res.values = append(res.values, s)
-		lines = append(lines, kitLine(s, func(o *idem.Options) { o.ReadFirstAbove = v }))
+		lines = append(lines, kitLine(s, false, func(o *idem.Options) { o.ReadFirstAbove = v }))
 	}
 	for _, share := range sweepShares {
 		res.streams = append(res.streams, shareStream(n, share, seed))
