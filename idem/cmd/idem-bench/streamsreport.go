@@ -306,7 +306,7 @@ func (r report) streamsTargets() []target {
 			}
 		}
 	}
-	where = append(where, fmt.Sprintf("%d in the streams (%d messages, both options, every server)", doubles, deliveries))
+	where = append(where, fmt.Sprintf("%d in the streams (%d messages, every line of this kit, every server)", doubles, deliveries))
 	if c := r.coalesce; c != nil {
 		d := 0
 		for _, w := range c.rows {

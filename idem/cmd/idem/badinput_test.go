@@ -31,6 +31,7 @@ func TestBadInput(t *testing.T) {
 		{"two sources", []string{"inspect", "-id", "x", "-source", "a", "-queue", "b"}, "-source and -queue conflict"},
 		{"a raw key with a source", []string{"forget", "-key", "credits#x", "-source", "credits"}, "-key is the whole claim key"},
 		{"a group without its id", []string{"inspect", "-group", "g", "-source", "q", "-id", "x"}, "-group needs -dedup"},
+		{"a group alone", []string{"inspect", "-group", "g", "-queue", "q.fifo"}, "-group needs -dedup"},
 		{"an SQS key without its queue", []string{"inspect", "-message-attribute", "IdempotencyKey=x"}, "needs -queue"},
 		{"another attribute", []string{"inspect", "-queue", "q", "-message-attribute", "Key=x"}, "sqsconsumer.AttributeKey reads IdempotencyKey=value"},
 		{"a route that is not one", []string{"inspect", "-route", "/charges", "-idempotency-key", "k"}, `want "METHOD /path"`},

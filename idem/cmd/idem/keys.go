@@ -60,14 +60,14 @@ func (k *keyFlags) resolve(e *env) (target, error) {
 	ids := given("id", k.id, "dedup", k.dedup, "message-attribute", k.attr, "idempotency-key", k.idemKey, "stripe", k.stripe, "github", k.github, "key", k.raw)
 	scopes := given("source", k.source, "queue", k.queue, "route", k.route)
 	switch {
+	case k.group != "" && k.dedup == "":
+		return target{}, usagef("-group needs -dedup: a FIFO key is the group and the deduplication id")
 	case len(ids) == 0:
 		return target{}, usagef("name the message: one of -id, -group/-dedup, -message-attribute, -idempotency-key, -stripe, -github or -key")
 	case len(ids) > 1:
 		return target{}, usagef("%s conflict: each names the message; give one", strings.Join(ids, " and "))
 	case len(scopes) > 1:
 		return target{}, usagef("%s conflict: each gives the Source; give one", strings.Join(scopes, " and "))
-	case k.group != "" && k.dedup == "":
-		return target{}, usagef("-group needs -dedup: a FIFO key is the group and the deduplication id")
 	case k.raw != "" && len(scopes) > 0:
 		return target{}, usagef("-key is the whole claim key; %s has no part in it", scopes[0])
 	}
