@@ -36,7 +36,10 @@
 // Options.Concurrency. On a FIFO queue (an eventSourceARN ending in .fifo)
 // the records of one MessageGroupId run in order, and after the first
 // failure in a group every later record of that group is reported failed
-// without being processed; other groups go on.
+// without being processed; other groups go on. Each record's
+// ApproximateReceiveCount is its idem.Message.Attempt: in a redelivery
+// storm the redeliveries read their claim before their transaction
+// (idem.Options.ReadFirstAbove), and first receives do not.
 //
 // Options.BatchTransactions trades that concurrency for fewer calls: the
 // batch goes through idem.Store.ProcessBatch, which packs the records'
