@@ -252,6 +252,13 @@ func (r report) moneySection(p func(string, ...any)) {
 	p("\n")
 }
 
+// firstAndMean are st's first-delivery and mean figures, at p50 and p99.
+func firstAndMean(st *streamStats) (first50, mean50, first99, mean99 time.Duration) {
+	first50, _, mean50 = st.p(0.5)
+	first99, _, mean99 = st.p(0.99)
+	return first50, mean50, first99, mean99
+}
+
 // streamsTargets are issue 18's targets on the model, with the p99
 // figures and the floor beside them, and 0 double effects for this kit
 // everywhere it ran.
@@ -266,25 +273,17 @@ func (r report) streamsTargets() []target {
 	kitOf := func(s int) *streamStats { return &x.stats[s][0][j] }
 	floorOf := func(s int) *streamStats { return &x.stats[s][len(x.lines)-1][j] }
 	if pt := x.ptStats(rare, j); pt != nil {
-		k, f := kitOf(rare), floorOf(rare)
-		kf, _, _ := k.p(0.5)
-		pf, _, _ := pt.p(0.5)
-		k99, _, _ := k.p(0.99)
-		p99, _, _ := pt.p(0.99)
-		ff, _, _ := f.p(0.5)
-		ff99, _, _ := f.p(0.99)
+		kf, _, k99, _ := firstAndMean(kitOf(rare))
+		pf, _, p99, _ := firstAndMean(pt)
+		ff, _, ff99, _ := firstAndMean(floorOf(rare))
 		out = append(out, target{"rare duplicates: this kit's first-delivery p50 ≤ Powertools', on the model",
 			fmt.Sprintf("%s ms against %s (p99 %s against %s; floor %s, p99 %s)", ms(kf), ms(pf), ms(k99), ms(p99), ms(ff), ms(ff99)), kf <= pf})
 		// The storm's targets for this kit where SQS counts receives (line
 		// 0), and where no sender counts (line 1: a provider's resends).
 		for line, who := range []string{"SQS's receive counts", "no receive counts"} {
-			k, f, pt := &x.stats[storm][line][j], floorOf(storm), x.ptStats(storm, j)
-			kf, _, km := k.p(0.5)
-			pf, _, pm := pt.p(0.5)
-			k99, _, km99 := k.p(0.99)
-			p99, _, pm99 := pt.p(0.99)
-			ff, _, fm := f.p(0.5)
-			ff99, _, fm99 := f.p(0.99)
+			kf, km, k99, km99 := firstAndMean(&x.stats[storm][line][j])
+			pf, pm, p99, pm99 := firstAndMean(x.ptStats(storm, j))
+			ff, fm, ff99, fm99 := firstAndMean(floorOf(storm))
 			limit := time.Duration(1.1 * float64(pf))
 			out = append(out,
 				target{"storm, " + who + ": this kit's first-delivery p50 ≤ 1.1× Powertools', on the model",
