@@ -57,6 +57,13 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 
+	t.Run("a table that is not there", func(t *testing.T) {
+		for _, args := range [][]string{{"inspect", "-key", "k"}, {"list", "--yes"}} {
+			_, errOut := f.mustRun(t, exitFail, append([]string{"-table", "no-such-table"}, args...)...)
+			contains(t, "stderr", errOut, `no table "no-such-table" here`)
+		}
+	})
+
 	t.Run("no -table", func(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), []string{"inspect", "-source", "credits", "-id", "x"}, &out, &errb); code != exitUsage {

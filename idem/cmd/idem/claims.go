@@ -83,11 +83,20 @@ func (c *claims) keyItem(key string) map[string]types.AttributeValue {
 // errOutboxItem: the key holds an outbox item, not a claim.
 var errOutboxItem = errors.New("the key holds an outbox item, not a claim: do two Stores share the table without distinct -prefix?")
 
+// tableErr is err from op on table, a table that is not there named as
+// dlq names a missing queue rather than by the SDK's exception.
+func tableErr(op, table string, err error) error {
+	if rnf := (*types.ResourceNotFoundException)(nil); errors.As(err, &rnf) {
+		return failf("no table %q here (the Region, the account, the endpoint?)", table)
+	}
+	return fmt.Errorf("%s %s: %w", op, table, err)
+}
+
 // get reads key's claim with a consistent read: nil when there is none.
 func (c *claims) get(ctx context.Context, key string) (*claim, error) {
 	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.table), Key: c.keyItem(key), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return nil, fmt.Errorf("GetItem %s in %s: %w", key, c.table, err)
+		return nil, tableErr(fmt.Sprintf("GetItem %s in", key), c.table, err)
 	}
 	if out.Item == nil {
 		return nil, nil
@@ -137,7 +146,7 @@ func (c *claims) outbox(ctx context.Context, cl *claim) ([]outboxItem, error) {
 		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.outboxTable),
 			Key: c.keyItem(adapt.OutboxKey(c.store, id)), ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return items, fmt.Errorf("GetItem outbox item %s in %s: %w", id, c.outboxTable, err)
+			return items, tableErr(fmt.Sprintf("GetItem outbox item %s in", id), c.outboxTable, err)
 		}
 		if out.Item == nil {
 			break

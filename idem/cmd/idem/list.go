@@ -65,7 +65,7 @@ func (e *env) list(ctx context.Context, o listOptions) error {
 	// The cost first: a Scan reads every item, whatever the filter keeps.
 	d, err := e.claims.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(e.claims.table)})
 	if err != nil {
-		return fmt.Errorf("DescribeTable %s: %w", e.claims.table, err)
+		return tableErr("DescribeTable", e.claims.table, err)
 	}
 	items, size := aws.ToInt64(d.Table.ItemCount), aws.ToInt64(d.Table.TableSizeBytes)
 	// A Scan is charged by the size it reads, 4 KB a unit, halved for an
