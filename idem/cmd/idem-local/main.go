@@ -68,6 +68,11 @@ func main() {
 	flag.Var(params, "param", "a template parameter override, `Name=Value` (repeatable)")
 	flag.Var(bootstraps, "bootstrap", "run a prebuilt bootstrap for a function, `LogicalId=path` (repeatable)")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		// A mistyped subcommand would otherwise start a second stack.
+		fmt.Fprintf(os.Stderr, "idem-local: unexpected argument %q: the one subcommand is send (idem-local send -h), and flags come before any argument\n", flag.Arg(0))
+		os.Exit(2)
+	}
 
 	// os.Exit skips deferred calls: everything started is stopped
 	// explicitly below.

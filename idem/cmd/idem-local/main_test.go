@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -198,4 +199,27 @@ func descendants(pid int) []int {
 	}
 	walk(pid)
 	return out
+}
+
+// TestStrayArguments: a mistyped subcommand, or send asked to send nothing,
+// is named with exit 2, before any stack starts or any message is sent.
+func TestStrayArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sned", "{}"}, `unexpected argument "sned": the one subcommand is send`},
+		{[]string{"-quiet", "bogus"}, `unexpected argument "bogus"`},
+		{[]string{"send", "-n", "0", "{}"}, "-n is 0; send the message at least once"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], tc.args...) // this test binary runs as the command (see TestMain)
+			cmd.Env = append(os.Environ(), "IDEM_LOCAL_TEST_RUN_MAIN=1")
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("want exit 2 and %q, got %v:\n%s", tc.want, err, out)
+			}
+		})
+	}
 }

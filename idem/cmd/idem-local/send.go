@@ -32,6 +32,10 @@ func send(args []string) error {
 		fs.Usage()
 		os.Exit(2)
 	}
+	if *n < 1 {
+		fmt.Fprintf(os.Stderr, "idem-local send: -n is %d; send the message at least once (-n 1 or more)\n", *n)
+		os.Exit(2)
+	}
 	body := fs.Arg(0)
 	if body == "-" {
 		b, err := io.ReadAll(os.Stdin)
@@ -75,7 +79,11 @@ func send(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("sent %s to %s (IdempotencyKey %q)\n", aws.ToString(out.MessageId), url, *key)
+		attr := fmt.Sprintf("IdempotencyKey %q", *key)
+		if *key == "" {
+			attr = "no IdempotencyKey attribute: the consumer's key function decides, the reference queue function by its messageId"
+		}
+		fmt.Printf("sent %s to %s (%s)\n", aws.ToString(out.MessageId), url, attr)
 	}
 	return nil
 }
