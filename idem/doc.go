@@ -384,10 +384,11 @@
 //     message buys the absence of a window in which the effect and the
 //     record disagree.
 //   - Calls per message: 1, or about a tenth of one with the SQS adapter's
-//     BatchTransactions (a batch of 10 new records in one transaction).
+//     BatchTransactions (a batch of 10 new records in one transaction); 2
+//     when a read comes first (Options.ReadFirstAbove) and finds nothing.
 //   - Duplicates: one cancelled transaction each (2 to 4 write units: AWS
 //     does not document a cancelled one's), or one eventually consistent
-//     read (0.5 read unit) once a sender's recent duplicates pass
+//     read (0.5 read unit for a claim up to 4 KB) once a sender's recent duplicates pass
 //     Options.ReadFirstAbove, or nothing when a warm environment's cache
 //     knows the claim. When the sender counts its deliveries
 //     (Message.Attempt: SQS's receive count) first receives and

@@ -88,11 +88,11 @@ type Options struct {
 	// ReadFirstAbove is the share of a sender's recent deliveries, in
 	// this environment, that were duplicates found in DynamoDB (of its
 	// first attempts and of its later ones apart, when the sender counts
-	// them: Message.Attempt), above which a delivery first reads its claim (one GetItem, eventually
-	// consistent) before running its handler: a duplicate is then
-	// answered at the cost of a read, not of a transaction its claim
-	// cancels, and a first delivery pays the read besides its
-	// transaction. The claim's condition still decides; a read that
+	// them: Message.Attempt), above which a delivery first reads its
+	// claim (one GetItem, eventually consistent) before running its
+	// handler: a duplicate is then answered at the cost of a read, not of
+	// a transaction its claim cancels, and a first delivery pays the read
+	// besides its transaction. The claim's condition still decides; a read that
 	// misses a fresh claim costs only its time. The client must have
 	// GetItem (GetItemAPI), else no read is made; ProcessLeased needs
 	// none (its lease's UpdateItem is a single write) and ProcessBatch

@@ -59,24 +59,29 @@ type rates struct {
 	m  map[rateKey]float64
 }
 
+// rateKey names one average: a sender's deliveries of one class.
 type rateKey struct {
 	source string
-	tries  int8 // 0: not counted; 1: a first attempt; 2: a later one
+	class  int8 // 0: not counted; 1: a first attempt; 2: a later one
 }
 
+// rateKeyOf is msg's average. A third receive says no more than a second
+// (a redelivery), so every later attempt shares one class.
 func rateKeyOf(msg Message) rateKey {
 	return rateKey{msg.Source, int8(min(max(msg.Attempt, 0), 2))}
 }
 
-// rateWeight is how much one delivery moves its sender's average: about
-// the last 16 deliveries count.
+// rateWeight is how much one delivery moves its class's average: about
+// the last 16 deliveries of that class count, however long ago (after a
+// storm a warm environment's redeliveries read first until about 16 more
+// of them have come).
 const rateWeight = 1.0 / 16
 
-// maxRateSenders bounds the senders a Store keeps a rate for; past it the
-// map starts afresh (senders are few: queues, routes, providers).
-const maxRateSenders = 1024
+// maxRateKeys bounds the averages a Store keeps (up to 3 a sender); past
+// it the map starts afresh (senders are few: queues, routes, providers).
+const maxRateKeys = 1024
 
-// count adds a settled delivery of source to its average, unless no call
+// count adds a settled delivery to its class's average, unless no call
 // settled it (the cache's answer, or another delivery's in this process):
 // the average is of the deliveries a read could have spared a transaction.
 func (r *rates) count(msg Message, res Result, err error) {
@@ -90,7 +95,7 @@ func (r *rates) count(msg Message, res Result, err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.m == nil || len(r.m) >= maxRateSenders {
+	if r.m == nil || len(r.m) >= maxRateKeys {
 		r.m = map[rateKey]float64{}
 	}
 	k := rateKeyOf(msg)

@@ -111,6 +111,8 @@ func TestRedeliveriesReadFirstDeliveriesDoNot(t *testing.T) {
 	}{
 		{"a first attempt", "new", 1, idem.Processed, 0, 1},
 		{"a redelivery", "m-0", 2, idem.Duplicate, 1, 0},
+		{"a fourth receive, a redelivery too", "m-3", 4, idem.Duplicate, 1, 0},
+		{"a count below 1, not counted", "m-4", -1, idem.Duplicate, 0, 1},
 		{"a producer's resend, counted as a first attempt", "m-1", 1, idem.Duplicate, 0, 1},
 		{"a sender that does not count, its own share", "m-2", 0, idem.Duplicate, 0, 1},
 	} {
