@@ -254,7 +254,7 @@ func (c *consumer) keyed(ctx context.Context, rec events.SQSMessage) (idem.Messa
 	if err == nil && msg.Source == "" {
 		// Its key would fall in the shared "default" scope, where another
 		// sender's ids are.
-		err = errors.New("the record names no queue (its eventSourceARN is empty or not a queue's) and Options.Source is unset")
+		err = errors.New("the record names no queue (its eventSourceARN is empty, or ends before a queue's name) and Options.Source is unset")
 	}
 	if err != nil {
 		err = fmt.Errorf("record %s: %w", rec.MessageId, err)
