@@ -2,7 +2,12 @@ package idemtest
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strconv"
 	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
 )
@@ -14,16 +19,43 @@ type Delivery[R any] struct {
 }
 
 // Replay hands event to handle n times, one after another, as a sender
-// that redelivers does, and returns what each delivery returned, in
+// that redelivers does (an SQS batch's records with their receive count
+// going up by one each time), and returns what each delivery returned, in
 // order. handle is any of the kit's handlers: an SQS batch handler
 // (sqsconsumer.New), a webhook's (Receiver.HandleV2, Mux.HandleV1), a
 // wrapped one (idem.Wrap), a stream's, or a closure over Store.Process.
 func Replay[E, R any](ctx context.Context, n int, handle func(context.Context, E) (R, error), event E) []Delivery[R] {
 	out := make([]Delivery[R], n)
 	for i := range out {
-		out[i].Response, out[i].Err = handle(ctx, event)
+		out[i].Response, out[i].Err = handle(ctx, redelivery(event, i))
 	}
 	return out
+}
+
+// redelivery is event as its delivery i (0 the first): an SQS batch's
+// records count it as SQS does, their ApproximateReceiveCount i more than
+// the event's own (1 when it has none readable), so that a consumer sees
+// a redelivery as one (idem.Message.Attempt). Other events are as given.
+func redelivery[E any](event E, i int) E {
+	ev, ok := any(event).(events.SQSEvent)
+	if !ok || i == 0 {
+		return event
+	}
+	recs := slices.Clone(ev.Records)
+	for j := range recs {
+		first, err := strconv.Atoi(recs[j].Attributes["ApproximateReceiveCount"])
+		if err != nil || first < 1 {
+			first = 1
+		}
+		attrs := maps.Clone(recs[j].Attributes)
+		if attrs == nil {
+			attrs = map[string]string{}
+		}
+		attrs["ApproximateReceiveCount"] = strconv.Itoa(first + i)
+		recs[j].Attributes = attrs
+	}
+	ev.Records = recs
+	return any(ev).(E)
 }
 
 // ReplayConcurrently is Replay with the n deliveries at once: n goroutines

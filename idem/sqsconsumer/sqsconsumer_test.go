@@ -332,3 +332,27 @@ func TestAttemptIsTheReceiveCount(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayCountsReceives: idemtest.Replay redelivers an SQS batch as SQS
+// does, each record's receive count one more each time, and leaves the
+// event it was given as it was.
+func TestReplayCountsReceives(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var attempts []int
+	h, err := sqsconsumer.New(e.store, func(ctx context.Context, _ events.SQSMessage) (idem.Effect, error) {
+		msg, _ := idem.FromContext(ctx)
+		mu.Lock()
+		attempts = append(attempts, msg.Attempt)
+		mu.Unlock()
+		return idem.Effect{}, fmt.Errorf("fail, so that the next delivery runs the handler too")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := idemtest.SQSEvent(idemtest.SQSMessage("credits", `{"n":1}`, nil))
+	idemtest.Replay(context.Background(), 3, h, ev)
+	if !slices.Equal(attempts, []int{1, 2, 3}) || ev.Records[0].Attributes["ApproximateReceiveCount"] != "1" {
+		t.Errorf("want attempts [1 2 3] and the event unchanged, got %v and %q", attempts, ev.Records[0].Attributes["ApproximateReceiveCount"])
+	}
+}
