@@ -63,17 +63,7 @@ func TestForget(t *testing.T) {
 	})
 
 	t.Run("a live lease", func(t *testing.T) {
-		held, release := make(chan struct{}), make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			_, err := store.ProcessLeased(ctx, idem.Message{ID: "lease-1", Source: "payouts", Payload: []byte("p")}, func(context.Context, idem.Message) (idem.Effect, error) {
-				close(held)
-				<-release
-				return idem.Effect{}, nil
-			})
-			done <- err
-		}()
-		<-held
+		release := holdLease(ctx, store, "payouts", "lease-1")
 		out, errOut := f.mustRun(t, exitFail, "forget", "-source", "payouts", "-id", "lease-1", "--yes")
 		contains(t, "refused", errOut, "Pending under a live lease", "nothing deleted (--force deletes it anyway)")
 		contains(t, "notes", out, "its commit will then find no claim and apply nothing")
@@ -81,8 +71,7 @@ func TestForget(t *testing.T) {
 			t.Fatal("the live lease's claim was deleted without --force")
 		}
 		f.mustRun(t, exitOK, "forget", "-source", "payouts", "-id", "lease-1", "--yes", "--force")
-		close(release)
-		if err := <-done; !errors.Is(err, idem.ErrFenced) {
+		if err := release(); !errors.Is(err, idem.ErrFenced) {
 			t.Errorf("the forgotten lease's commit: expect it fenced, got %v", err)
 		}
 	})

@@ -81,20 +81,9 @@ func TestInspect(t *testing.T) {
 
 	// A lease held while the test inspects it, and one released by a
 	// failed handler.
-	held, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := store.ProcessLeased(ctx, idem.Message{ID: "lease-1", Source: "payouts", Payload: []byte("p")}, func(context.Context, idem.Message) (idem.Effect, error) {
-			close(held)
-			<-release
-			return idem.Effect{}, nil
-		})
-		done <- err
-	}()
-	<-held
+	release := holdLease(ctx, store, "payouts", "lease-1")
 	defer func() {
-		close(release)
-		if err := <-done; err != nil {
+		if err := release(); err != nil {
 			t.Errorf("the held lease's delivery: %v", err)
 		}
 	}()

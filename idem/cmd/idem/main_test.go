@@ -138,3 +138,25 @@ func contains(t *testing.T, what, s string, want ...string) {
 		}
 	}
 }
+
+// holdLease starts a ProcessLeased delivery of source's id whose handler
+// waits, so that its claim is pending under a live lease, and returns once
+// the lease is held; release lets the handler return and gives the
+// delivery's error.
+func holdLease(ctx context.Context, store *idem.Store, source, id string) (release func() error) {
+	held, let := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.ProcessLeased(ctx, idem.Message{ID: id, Source: source, Payload: []byte("p")}, func(context.Context, idem.Message) (idem.Effect, error) {
+			close(held)
+			<-let
+			return idem.Effect{}, nil
+		})
+		done <- err
+	}()
+	<-held
+	return func() error {
+		close(let)
+		return <-done
+	}
+}
