@@ -57,7 +57,7 @@ type BatchResult struct {
 // message of each group per call.
 func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler) []BatchResult {
 	b := &batchRun{s: s, out: make([]BatchResult, len(msgs)), known: make(map[string]Record, len(msgs))}
-	keys := make([]string, len(msgs))
+	ids := make([]Record, len(msgs))
 	handler := func(i int) Handler {
 		if h == nil {
 			return nil
@@ -81,7 +81,7 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	for i, msg := range msgs {
 		ctxs[i], traces[i] = s.startDelivery(ctx, msg, i)
 		id, err := s.identify(msg)
-		keys[i] = id.Key
+		ids[i] = id
 		if err != nil {
 			b.out[i].Err = err
 			continue
@@ -124,10 +124,11 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	}
 	for i, msg := range msgs {
 		if r := &b.out[i]; r.Err == nil && r.Result.Outcome == Duplicate && !r.Result.Cached { // the cache's answers are replayed
-			if err := replay(msg, keys[i], r.Result.Record); err != nil {
+			if err := replay(msg, ids[i].Key, r.Result.Record); err != nil {
 				*r = BatchResult{Err: err}
 			}
 		}
+		s.rates.count(msg, b.out[i].Result, b.out[i].Err) // a follower's (nothing yet) counts where it runs
 		if leads[i] != nil {
 			leads[i].land(b.out[i].Result, b.out[i].Err)
 		}
@@ -135,13 +136,12 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	for _, f := range followers {
 		res, err, ok := s.follow(ctxs[f.i], msgs[f.i], f.id, f.fl)
 		if !ok { // its leader settled nothing: run it alone, as Process would
-			res, err = s.process(ctxs[f.i], msgs[f.i], f.id, nil, handler(f.i))
+			res, err = s.answer(ctxs[f.i], msgs[f.i], f.id, handler(f.i))
 		}
 		b.out[f.i] = BatchResult{Result: res, Err: err}
 	}
 	for i, msg := range msgs {
-		s.obs.observe(ctxs[i], msg, keys[i], b.out[i].Result, b.out[i].Err)
-		traces[i].end(keys[i], b.out[i].Result, b.out[i].Err)
+		s.settle(ctxs[i], traces[i], msg, ids[i], b.out[i].Result, b.out[i].Err)
 	}
 	return b.out
 }

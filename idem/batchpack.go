@@ -33,7 +33,7 @@ func (b *batchRun) measure(es []*entry) {
 			t.table = table
 			switch {
 			case j == 0:
-				t.key = canonicalKey(b.s.keyItem(e.rec.Key))
+				t.key = canonicalKey(e.rec.keyItem)
 			case k != nil:
 				t.key = canonicalKey(k)
 				if keyAttrs[table] == nil {

@@ -138,8 +138,8 @@ func (s *Store) ProcessLeased(ctx context.Context, msg Message, h Handler, optFn
 	defer t.endAfterPanic()
 	id, err := s.identify(msg)
 	res, err := s.processLeased(ctx, msg, id, err, h, o)
-	s.obs.observe(ctx, msg, id.Key, res, err)
-	t.end(id.Key, res, err)
+	s.rates.count(msg, res, err)
+	s.settle(ctx, t, msg, id, res, err)
 	return res, err
 }
 
@@ -196,7 +196,8 @@ func (s *Store) runLeased(ctx context.Context, msg Message, id Record, h Handler
 		return Result{}, err
 	}
 	rec.Outcome, rec.Response, rec.Token, rec.lease = Processed, eff.Response, lease.Token, lease.id
-	res, err = s.finish(ctx, msg, claimant{s.fencedClaim, s.fenced}, rec, eff)
+	res, err = s.finish(ctx, claimant{s.fencedClaim, s.fenced}, rec, eff)
+	s.remember(res, err)
 	if err != nil && !errors.Is(err, ErrFenced) {
 		// Safe even if the commit went through with its answer lost: the
 		// release applies only to a claim still pending under this lease.

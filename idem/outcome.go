@@ -3,9 +3,15 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/idemkit/kit/idem/internal/tracectx"
 )
 
 // Outcome is what became of a delivery.
@@ -92,11 +98,10 @@ type observer struct {
 	observers []Observer
 	log       *slog.Logger
 	now       func() time.Time
-	rates     *rates // each sender's recent duplicates
 }
 
-func newObserver(o *Options, r *rates) observer {
-	return observer{observers: o.Observers, log: o.Logger, now: o.Now, rates: r}
+func newObserver(o *Options) observer {
+	return observer{observers: o.Observers, log: o.Logger, now: o.Now}
 }
 
 // OutcomeOf names the outcome of a Process call, as logged and counted.
@@ -121,15 +126,21 @@ func (s *Store) report(ctx context.Context, outcome Outcome, msg Message, err er
 	if msg.ID != "" {
 		key = s.claimKey(msg)
 	}
-	s.obs.record(ctx, outcome, msg, key, Result{}, err)
+	s.obs.record(ctx, outcome, msg, Record{Key: key}, Result{}, err)
 }
 
-func (o *observer) observe(ctx context.Context, msg Message, key string, res Result, err error) {
-	o.rates.count(msg, res, err)
-	o.record(ctx, OutcomeOf(res, err), msg, key, res, err)
+// settle logs and counts a delivery's outcome, tells the Observers, and
+// ends its span (t) with it; id is the claim the delivery made, or would
+// have.
+func (s *Store) settle(ctx context.Context, t *deliveryTrace, msg Message, id Record, res Result, err error) {
+	s.obs.record(ctx, OutcomeOf(res, err), msg, id, res, err)
+	t.end(id.Key, res, err)
 }
 
-func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key string, res Result, err error) {
+// record writes the log record of a delivery whose claim is id (its Key
+// "" when the message had no id) and tells the Observers.
+func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, id Record, res Result, err error) {
+	key := id.Key
 	level := slog.LevelInfo
 	switch outcome {
 	case Processed:
@@ -150,7 +161,7 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, key
 			}
 			if res.PayloadChanged { // a provider's event rendered afresh: still the same event
 				attrs = append(attrs, slog.Bool("payloadChanged", true),
-					slog.String("payloadDigest", Fingerprint(msg.Payload)), slog.String("storedPayloadDigest", res.Record.PayloadDigest))
+					slog.String("payloadDigest", id.PayloadDigest), slog.String("storedPayloadDigest", res.Record.PayloadDigest))
 			}
 		}
 		o.log.LogAttrs(ctx, level, "idem: "+string(outcome), attrs...)
@@ -192,4 +203,38 @@ func errAttrs(attrs []slog.Attr, err error) []slog.Attr {
 		attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 	}
 	return attrs
+}
+
+// end ends the delivery's span with what became of it. Errors are named
+// by type, never by message: every message of the kit's names the key.
+func (t *deliveryTrace) end(key string, res Result, err error) {
+	if t == nil || t.ended {
+		return
+	}
+	t.ended = true
+	outcome := OutcomeOf(res, err)
+	attrs := []attribute.KeyValue{attrOutcome.String(string(outcome)), attrCached.Bool(res.Cached), attrSends.Int(t.sends)}
+	if key != "" {
+		attrs = append(attrs, attrKeyHash.String(tracectx.KeyHash(key)))
+	}
+	if res.Record.Token != 0 {
+		attrs = append(attrs, attrToken.Int64(res.Record.Token))
+	}
+	var fe *FencedError
+	if errors.As(err, &fe) {
+		attrs = append(attrs, attrToken.Int64(fe.Token))
+	}
+	if err != nil {
+		attrs = append(attrs, attribute.String("error.type", fmt.Sprintf("%T", err)))
+	}
+	t.span.SetAttributes(attrs...)
+	switch outcome {
+	case Failed:
+		t.span.SetStatus(codes.Error, string(outcome))
+	case KeyReuse, Fenced:
+		if !t.server { // an HTTP server's 4xx is the client's error, not the span's
+			t.span.SetStatus(codes.Error, string(outcome))
+		}
+	}
+	t.span.End()
 }

@@ -2,13 +2,28 @@ package idem
 
 import (
 	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idemkit/kit/idem/internal/hook"
 )
 
-// One delivery's way through the Store: its claim identified, answered by
-// the cache or by the handler's effect committed with the claim, the
-// stored answer replayed to a duplicate, the outcome logged and counted.
+// One delivery's way through the Store, a file a step, each calling the
+// next: here its span starts and its claim is identified (its key, its
+// fingerprint); answer.go answers it from a claim this process knows, or
+// a read, or else runs it; run.go runs the handler and checks the effect;
+// transact.go commits the effect with the claim and reads what a failure
+// means; back here, outcome.go logs and counts the outcome and ends the
+// span.
 
 // Process runs h for msg and commits the effect it describes together with
 // msg's claim, in one TransactWriteItems.
@@ -34,181 +49,164 @@ func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, er
 	ctx, t := s.startDelivery(ctx, msg, -1)
 	defer t.endAfterPanic()
 	id, err := s.identify(msg)
-	res, err := s.process(ctx, msg, id, err, h)
-	s.obs.observe(ctx, msg, id.Key, res, err)
-	t.end(id.Key, res, err)
-	return res, err
-}
-
-// process is Process once msg is identified as id (or found invalid, err):
-// answered by the cache, or by another delivery of its key in flight in
-// this process, or run.
-func (s *Store) process(ctx context.Context, msg Message, id Record, err error, h Handler) (Result, error) {
-	if err != nil {
-		return Result{}, err
-	}
-	if res, err, ok := s.cached(msg, id); ok {
-		return res, err
-	}
-	fl, res, err, done := s.aboard(ctx, msg, id)
-	if done {
-		return res, err
-	}
-	defer fl.unlessLanded()
-	if res, err, ok := s.peeked(ctx, msg, id); ok {
-		fl.land(res, err)
-		return res, err
-	}
-	res, err = s.run(ctx, msg, id, h)
-	fl.land(res, err)
-	return res, err
-}
-
-// run runs h for msg and commits its effect with msg's claim.
-func (s *Store) run(ctx context.Context, msg Message, id Record, h Handler) (Result, error) {
-	rec, eff, err := s.prepare(ctx, msg, id, h)
-	if err != nil {
-		return Result{}, err
-	}
-	res, err := s.finish(ctx, msg, claimant{s.claim, s.met}, rec, eff)
-	if lh := (*LeaseHeldError)(nil); errors.As(err, &lh) && lh.ended(s.opts.Now()) {
-		// A pending claim a lease-mode delivery left, its lease ended: this
-		// handler calls nothing out, so it may commit over it.
-		res, err = s.finish(ctx, msg, s.takeover(lh.stored), rec, eff)
-	}
-	return res, err
-}
-
-// cached answers a delivery whose claim the cache holds, as the claim's
-// condition would (ok), replaying the stored record to a Duplicate.
-func (s *Store) cached(msg Message, id Record) (Result, error, bool) {
-	stored, ok := s.cache.get(id.Key, s.opts.Now())
-	if !ok {
-		return Result{}, nil, false
-	}
-	res, err := s.answerFrom(msg, id, stored)
-	return res, err, true
-}
-
-// answerFrom answers a delivery from a claim it knows without a call (the
-// cache's, or the one a coalesced delivery's leader left): a Duplicate,
-// its stored record replayed, or a key reuse.
-func (s *Store) answerFrom(msg Message, id, stored Record) (Result, error) {
-	res, err := s.meet(id, stored)
+	var res Result
 	if err == nil {
-		res.Cached = true
-		err = replay(msg, id.Key, res.Record)
+		res, err = s.answer(ctx, msg, id, h)
 	}
-	if err != nil {
-		return Result{}, err
-	}
-	return res, nil
+	s.settle(ctx, t, msg, id, res, err)
+	return res, err
 }
 
-// finish commits rec and eff's writes under c's claim and, when a
-// condition of the writes fails and eff.Rejected is set, the rejection in
-// their place; it replays the stored record to a Duplicate.
-func (s *Store) finish(ctx context.Context, msg Message, c claimant, rec Record, eff Effect) (Result, error) {
-	res, err := s.commit(ctx, c, rec, eff.Writes)
-	s.remember(res, err)
-	var rej *RejectedError
-	if eff.Rejected != nil && errors.As(err, &rej) {
-		if rec, err = s.rejection(rec, eff, rej); err != nil {
-			return Result{}, err
-		}
-		res, err = s.commit(ctx, c, rec, nil)
-		s.remember(res, err)
-		if err == nil && res.Outcome == Processed {
-			res.Outcome, res.Rejection = Rejected, rej
-		}
-	}
-	if err == nil && res.Outcome == Duplicate {
-		err = replay(msg, rec.Key, res.Record)
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	return res, nil
+// deliveryTrace is what a delivery's span gathers on its way.
+type deliveryTrace struct {
+	span   trace.Span
+	sends  int
+	server bool // an HTTP server's span (a webhook's)
+	ended  bool
 }
 
-// remember caches the record a commit left in DynamoDB, or found there.
-func (s *Store) remember(res Result, err error) {
-	if s.cache == nil {
+// startDelivery starts msg's span: named and attributed by the adapter
+// that received it (hook.WithSpan), else "process <source>", a child of the
+// message's own trace context when the adapter read one; batch is the
+// message's place in a batch (hook.WithBatchSpans), or -1. Nil when no
+// span is recorded.
+func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (context.Context, *deliveryTrace) {
+	if !s.tracing() {
+		if hook.Delivery(ctx) != nil { // inside another delivery's handler: not its calls
+			ctx = hook.WithDelivery(ctx, (*deliveryTrace)(nil))
+		}
+		return ctx, nil
+	}
+	d := hook.SpanFrom(ctx)
+	if batch >= 0 {
+		d = hook.BatchSpanFrom(ctx, batch)
+	}
+	if d.Name == "" {
+		d.Name, d.Kind = "process "+msg.Source, trace.SpanKindConsumer
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(d.Kind), trace.WithAttributes(d.Attrs...), trace.WithAttributes(attrSource.String(msg.Source))}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		opts = append(opts, trace.WithAttributes(attribute.String("faas.invocation_id", lc.AwsRequestID), attribute.String("cloud.resource_id", lc.InvokedFunctionArn)))
+	}
+	if d.Parent.IsValid() {
+		// The message's own trace continues; the invoke's, if any, is linked.
+		if here := trace.SpanContextFromContext(ctx); here.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: here}))
+		}
+		ctx = trace.ContextWithRemoteSpanContext(ctx, d.Parent)
+	}
+	ctx, span := s.tracer.Start(ctx, d.Name, opts...)
+	if !span.IsRecording() {
+		span.End()
+		// Its context goes on, marked not sampled; its calls make no span.
+		return hook.WithDelivery(ctx, (*deliveryTrace)(nil)), nil
+	}
+	t := &deliveryTrace{span: span, server: d.Kind == trace.SpanKindServer}
+	return hook.WithDelivery(ctx, t), t
+}
+
+// endAfterPanic ends the span of a delivery that a panic past every
+// recovery cut short (a client's or a log handler's): deferred, it does
+// nothing once end ran.
+func (t *deliveryTrace) endAfterPanic() {
+	if t == nil || t.ended {
 		return
 	}
-	var kr *KeyReuseError
-	switch {
-	case err == nil:
-		s.cache.put(res.Record)
-	case errors.As(err, &kr) && kr.Stored.Outcome != Pending: // a pending claim may yet be released
-		s.cache.put(kr.Stored)
-	}
+	t.ended = true
+	t.span.SetAttributes(attribute.String("error.type", "panic"))
+	t.span.SetStatus(codes.Error, "panic")
+	t.span.End()
 }
 
-// replay runs msg.Replay on a Duplicate's stored record.
-func replay(msg Message, key string, stored Record) error {
-	if msg.Replay == nil {
-		return nil
+// identify checks msg and returns the claim it would make: its key (and
+// the key item, built once for every write and read of the claim), its
+// fingerprint and its payload's digest.
+func (s *Store) identify(msg Message) (Record, error) {
+	key := s.claimKey(msg)
+	if msg.Source != "" {
+		if err := s.checkSource(msg.Source); err != nil {
+			return Record{Key: key}, &InvalidError{Key: key, Reason: err.Error()}
+		}
 	}
-	err := recoverPanic(key, "Message.Replay", func() error { return msg.Replay(stored) })
-	if err == nil {
-		return nil
+	switch {
+	case msg.ID == "":
+		return Record{}, &InvalidError{Reason: "empty message id"}
+	case !utf8.ValidString(key):
+		return Record{Key: key}, &InvalidError{Key: key, Reason: "message id is not valid UTF-8"}
+	case len(key) > maxPartitionKeyBytes:
+		return Record{Key: key}, &InvalidError{Key: key[:64] + "…", Reason: fmt.Sprintf("claim key is %d bytes; DynamoDB allows %d", len(key), maxPartitionKeyBytes)}
 	}
-	if pe := (*PanicError)(nil); errors.As(err, &pe) {
+	digest := Fingerprint(msg.Payload)
+	fp := msg.Fingerprint
+	if fp == "" {
+		fp = digest
+	}
+	return Record{Key: key, Source: msg.Source, Fingerprint: fp, PayloadDigest: digest, keyItem: s.keyItem(key)}, nil
+}
+
+// claimKey is the claim record's partition key value:
+// KeyPrefix + scope + "#" + id.
+func (s *Store) claimKey(msg Message) string {
+	scope := s.opts.Scope
+	if scope == "" {
+		scope = msg.Source
+	}
+	if scope == "" {
+		scope = "default"
+	}
+	return s.opts.KeyPrefix + scope + "#" + msg.ID
+}
+
+// CloudWatch's limit on a dimension value (API reference, "Dimension").
+const maxDimensionValueBytes = 1024
+
+// checkSource says why source cannot be a message's Source for this Store:
+// it is the metrics' dimension value, which CloudWatch takes as 1 to 1,024
+// printable ASCII characters, not all spaces (it drops a metric with any
+// other); and, when the Store has no Options.Scope, it is the scope of the
+// message's key, which holds no "#".
+func (s *Store) checkSource(source string) error {
+	if err := checkMetricName("Source", source, maxDimensionValueBytes); err != nil {
 		return err
 	}
-	return &ReplayError{Key: key, Err: err}
+	if s.opts.Scope == "" && strings.Contains(source, "#") {
+		return fmt.Errorf("source %q holds a \"#\", which would make claim keys ambiguous as their scope; set idem.Options.Scope, or choose a Source without one", source)
+	}
+	return nil
 }
 
-// rejection is rec recording rej as the message's outcome: a claim without
-// the effect, whose response eff.Rejected gives.
-func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, error) {
-	var resp []byte
-	err := recoverPanic(rec.Key, "Effect.Rejected", func() (err error) { resp, err = eff.Rejected(rej); return err })
-	if pe := (*PanicError)(nil); err != nil && !errors.As(err, &pe) {
-		err = &HandlerError{Key: rec.Key, Err: fmt.Errorf("Effect.Rejected: %w", err)}
+// checkMetricName accepts 1 to max printable ASCII characters, not all
+// spaces.
+func checkMetricName(what, v string, max int) error {
+	switch {
+	case v == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(v) > max:
+		return fmt.Errorf("%s is %d bytes; CloudWatch allows %d", what, len(v), max)
+	case strings.TrimSpace(v) == "":
+		return fmt.Errorf("%s is all spaces; CloudWatch needs a character that is not", what)
 	}
-	if err != nil {
-		return Record{}, err
-	}
-	rec.Outcome, rec.Response = Rejected, resp
-	if len(rec.Response) > s.opts.MaxResponseBytes {
-		return Record{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("rejection response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(rec.Response), s.opts.MaxResponseBytes)}
-	}
-	return rec, nil
-}
-
-// prepare runs h for msg, identified as id, validates the effect it
-// describes and builds the claim record to commit with it.
-func (s *Store) prepare(ctx context.Context, msg Message, id Record, h Handler) (Record, Effect, error) {
-	eff, err := runHandler(withDelivery(ctx, msg, id.Key), msg, id.Key, h)
-	if err != nil {
-		return Record{}, Effect{}, err
-	}
-	now := s.opts.Now()
-	rec := id
-	rec.ClaimedAt, rec.ExpiresAt, rec.traceparent = now, now.Add(s.opts.retention()), traceParent(ctx)
-	if err := s.validateEffect(rec, &eff, now); err != nil {
-		return Record{}, Effect{}, err
-	}
-	rec.Outcome, rec.Response = Processed, eff.Response
-	return rec, eff, nil
-}
-
-// runHandler runs h, a panic in it a *PanicError.
-func runHandler(ctx context.Context, msg Message, key string, h Handler) (eff Effect, err error) {
-	if h == nil {
-		return Effect{}, &InvalidError{Key: key, Reason: "nil handler"}
-	}
-	err = recoverPanic(key, "the handler", func() error {
-		var herr error
-		if eff, herr = h(ctx, msg); herr != nil {
-			return &HandlerError{Key: key, Err: herr}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' || c > '~' {
+			return fmt.Errorf("%s %q has a control or non-ASCII character at byte %d; CloudWatch takes printable ASCII only", what, v, i)
 		}
-		return nil
-	})
-	if err != nil {
-		return Effect{}, err
 	}
-	return eff, nil
+	return nil
+}
+
+// keyItem is the claim record's primary key.
+func (s *Store) keyItem(key string) map[string]types.AttributeValue {
+	a := s.opts.Attributes
+	k := map[string]types.AttributeValue{a.Key: &types.AttributeValueMemberS{Value: key}}
+	if a.SortKey != "" {
+		k[a.SortKey] = &types.AttributeValueMemberS{Value: s.opts.SortKeyValue}
+	}
+	return k
+}
+
+// Fingerprint is the SHA-256 of a payload, in hex: what tells a redelivery
+// from a reuse of its id.
+func Fingerprint(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return hex.EncodeToString(sum[:])
 }

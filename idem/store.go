@@ -71,6 +71,6 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 	if o.Attributes.SortKey != "" {
 		keyNames = sortedNames(map[string]bool{o.Attributes.Key: true, o.Attributes.SortKey: true})
 	}
-	return &Store{client: client, table: table, opts: o, obs: newObserver(&o, r), cache: newCache(o.CacheSize), rates: r,
+	return &Store{client: client, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r,
 		tracer: o.TracerProvider.Tracer(tracerName), keyNames: keyNames}, nil
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"go.opentelemetry.io/otel"
@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkit/kit/idem/internal/hook"
-	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // Traces: a span per delivery, named and attributed by its adapter as
@@ -28,7 +27,9 @@ import (
 // span at all, not even a no-op one, so that tracing costs nothing until a
 // user installs one; child spans follow their delivery's: when it is not
 // recorded (sampled out), neither are they, as the SDK's default
-// parent-based sampler would decide.
+// parent-based sampler would decide. A delivery's span starts with it
+// (startDelivery, process.go) and ends with its outcome (deliveryTrace.end,
+// outcome.go); here is what they share, and the calls' spans.
 
 const tracerName = "github.com/idemkit/kit/idem"
 
@@ -68,101 +69,6 @@ func (s *Store) tracing() bool {
 }
 
 var noopType = reflect.TypeFor[noop.TracerProvider]()
-
-// deliveryTrace is what a delivery's span gathers on its way.
-type deliveryTrace struct {
-	span   trace.Span
-	sends  int
-	server bool // an HTTP server's span (a webhook's)
-	ended  bool
-}
-
-// startDelivery starts msg's span: named and attributed by the adapter
-// that received it (hook.WithSpan), else "process <source>", a child of the
-// message's own trace context when the adapter read one; batch is the
-// message's place in a batch (hook.WithBatchSpans), or -1. Nil when no
-// span is recorded.
-func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (context.Context, *deliveryTrace) {
-	if !s.tracing() {
-		if hook.Delivery(ctx) != nil { // inside another delivery's handler: not its calls
-			ctx = hook.WithDelivery(ctx, (*deliveryTrace)(nil))
-		}
-		return ctx, nil
-	}
-	d := hook.SpanFrom(ctx)
-	if batch >= 0 {
-		d = hook.BatchSpanFrom(ctx, batch)
-	}
-	if d.Name == "" {
-		d.Name, d.Kind = "process "+msg.Source, trace.SpanKindConsumer
-	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(d.Kind), trace.WithAttributes(d.Attrs...), trace.WithAttributes(attrSource.String(msg.Source))}
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		opts = append(opts, trace.WithAttributes(attribute.String("faas.invocation_id", lc.AwsRequestID), attribute.String("cloud.resource_id", lc.InvokedFunctionArn)))
-	}
-	if d.Parent.IsValid() {
-		// The message's own trace continues; the invoke's, if any, is linked.
-		if here := trace.SpanContextFromContext(ctx); here.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: here}))
-		}
-		ctx = trace.ContextWithRemoteSpanContext(ctx, d.Parent)
-	}
-	ctx, span := s.tracer.Start(ctx, d.Name, opts...)
-	if !span.IsRecording() {
-		span.End()
-		// Its context goes on, marked not sampled; its calls make no span.
-		return hook.WithDelivery(ctx, (*deliveryTrace)(nil)), nil
-	}
-	t := &deliveryTrace{span: span, server: d.Kind == trace.SpanKindServer}
-	return hook.WithDelivery(ctx, t), t
-}
-
-// end ends the delivery's span with what became of it. Errors are named
-// by type, never by message: every message of the kit's names the key.
-func (t *deliveryTrace) end(key string, res Result, err error) {
-	if t == nil || t.ended {
-		return
-	}
-	t.ended = true
-	outcome := OutcomeOf(res, err)
-	attrs := []attribute.KeyValue{attrOutcome.String(string(outcome)), attrCached.Bool(res.Cached), attrSends.Int(t.sends)}
-	if key != "" {
-		attrs = append(attrs, attrKeyHash.String(wire.KeyHash(key)))
-	}
-	if res.Record.Token != 0 {
-		attrs = append(attrs, attrToken.Int64(res.Record.Token))
-	}
-	var fe *FencedError
-	if errors.As(err, &fe) {
-		attrs = append(attrs, attrToken.Int64(fe.Token))
-	}
-	if err != nil {
-		attrs = append(attrs, attribute.String("error.type", fmt.Sprintf("%T", err)))
-	}
-	t.span.SetAttributes(attrs...)
-	switch outcome {
-	case Failed:
-		t.span.SetStatus(codes.Error, string(outcome))
-	case KeyReuse, Fenced:
-		if !t.server { // an HTTP server's 4xx is the client's error, not the span's
-			t.span.SetStatus(codes.Error, string(outcome))
-		}
-	}
-	t.span.End()
-}
-
-// endAfterPanic ends the span of a delivery that a panic past every
-// recovery cut short (a client's or a log handler's): deferred, it does
-// nothing once end ran.
-func (t *deliveryTrace) endAfterPanic() {
-	if t == nil || t.ended {
-		return
-	}
-	t.ended = true
-	t.span.SetAttributes(attribute.String("error.type", "panic"))
-	t.span.SetStatus(codes.Error, "panic")
-	t.span.End()
-}
 
 // call starts a DynamoDB call's span, as OpenTelemetry names an AWS SDK
 // call: "DynamoDB.<operation>", with the tables a transaction's items
@@ -212,4 +118,15 @@ func traceParent(ctx context.Context) string {
 		return ""
 	}
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}
+
+// tablesOf is the tables items write, each once, for a call's span.
+func tablesOf(items []types.TransactWriteItem) []string {
+	var out []string
+	for _, w := range items {
+		if t := writeTable(w); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -4,21 +4,73 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
+	"maps"
+	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/middleware"
+
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
-// The transaction that commits a claim with its effect, and what its
-// failures mean.
+// The transaction that commits a claim with its effect: the claim's
+// conditional Put, the effect's writes (and outbox items) with it, sent
+// and retried; and what its failures mean.
+
+// commitEffect commits rec with eff under a new claim of rec.Key. A
+// pending claim whose lease ended, left by a lease-mode delivery, is
+// committed over, in a second transaction only then: this delivery's
+// handler calls nothing out.
+func (s *Store) commitEffect(ctx context.Context, rec Record, eff Effect) (Result, error) {
+	res, err := s.finish(ctx, claimant{s.claim, s.met}, rec, eff)
+	if lh := (*LeaseHeldError)(nil); errors.As(err, &lh) && lh.ended(s.opts.Now()) {
+		res, err = s.finish(ctx, s.takeover(lh.stored), rec, eff)
+	}
+	return res, err
+}
+
+// finish commits rec and eff's writes under c's claim and, when a
+// condition of the writes fails and eff.Rejected is set, the rejection in
+// their place.
+func (s *Store) finish(ctx context.Context, c claimant, rec Record, eff Effect) (Result, error) {
+	res, err := s.commit(ctx, c, rec, eff.Writes)
+	var rej *RejectedError
+	if eff.Rejected == nil || !errors.As(err, &rej) {
+		return res, err
+	}
+	if rec, err = s.rejection(rec, eff, rej); err != nil {
+		return Result{}, err
+	}
+	res, err = s.commit(ctx, c, rec, nil)
+	if err == nil && res.Outcome == Processed {
+		res.Outcome, res.Rejection = Rejected, rej
+	}
+	return res, err
+}
+
+// rejection is rec recording rej as the message's outcome: a claim without
+// the effect, whose response eff.Rejected gives.
+func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (_ Record, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Key: rec.Key, Callback: "Effect.Rejected", Value: v, Stack: debug.Stack()}
+		}
+	}()
+	resp, err := eff.Rejected(rej)
+	if err != nil {
+		return Record{}, &HandlerError{Key: rec.Key, Err: fmt.Errorf("Effect.Rejected: %w", err)}
+	}
+	rec.Outcome, rec.Response = Rejected, resp
+	if len(rec.Response) > s.opts.MaxResponseBytes {
+		return Record{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("rejection response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(rec.Response), s.opts.MaxResponseBytes)}
+	}
+	return rec, nil
+}
 
 // claimant is a way to claim a key: the claim's Put for a record, and what
 // the item a failed claim condition returned means. Process claims a key
@@ -27,6 +79,52 @@ import (
 type claimant struct {
 	put func(Record) types.TransactWriteItem
 	met func(Record, map[string]types.AttributeValue) (Result, error)
+}
+
+// claim is the conditional Put that claims rec.Key: it succeeds when no
+// record holds the key, or when the one that does has expired but not yet
+// been deleted by TTL. A pending claim whose lease ended, left by a
+// lease-mode delivery, is taken over by another Put (lease.go), at the
+// cost of a second transaction only then: a longer condition here would
+// slow every claim.
+func (s *Store) claim(rec Record) types.TransactWriteItem {
+	a := s.opts.Attributes
+	return s.put(rec, "attribute_not_exists(#k) OR #e < :now",
+		map[string]string{"#k": a.Key, "#e": a.ExpiresAt},
+		map[string]types.AttributeValue{
+			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ClaimedAt.Unix(), 10)},
+		})
+}
+
+// put is the Put of rec, on condition.
+func (s *Store) put(rec Record, condition string, names map[string]string, values map[string]types.AttributeValue) types.TransactWriteItem {
+	a := s.opts.Attributes
+	item := maps.Clone(rec.keyItem) // identify's, which other reads and writes share
+	item[a.ExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ExpiresAt.Unix(), 10)}
+	item[a.ClaimedAt] = &types.AttributeValueMemberS{Value: rec.ClaimedAt.UTC().Format(time.RFC3339Nano)}
+	item[a.Source] = &types.AttributeValueMemberS{Value: rec.Source}
+	item[a.Fingerprint] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
+	if rec.PayloadDigest != rec.Fingerprint {
+		item[a.PayloadDigest] = &types.AttributeValueMemberS{Value: rec.PayloadDigest}
+	}
+	item[a.Outcome] = &types.AttributeValueMemberS{Value: string(rec.Outcome)}
+	if len(rec.Response) > 0 {
+		item[a.Response] = &types.AttributeValueMemberB{Value: rec.Response}
+	}
+	if rec.Token != 0 { // kept, so that a later lease's token is larger
+		item[a.Token] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Token, 10)}
+	}
+	if rec.traceparent != "" { // which delivery committed it: its trace (idem inspect shows it)
+		item[wire.TraceParentAttr] = &types.AttributeValueMemberS{Value: rec.traceparent}
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:                           &s.table,
+		Item:                                item,
+		ConditionExpression:                 aws.String(condition),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
 }
 
 // commit sends c's claim of rec and writes as one transaction, retrying
@@ -105,126 +203,206 @@ func (s *Store) classify(c claimant, rec Record, writes []types.TransactWriteIte
 	return Result{}, &StoreError{Key: rec.Key, Err: err}, false
 }
 
-// callError classifies a call's error that is not a cancellation: what
-// names the call in the error (none for the commit). sent tells whether a
-// request went out: an error that is not DynamoDB's answer may follow a
-// write that applied.
-func callError(key, what string, err error, sent *sendLog) error {
-	var ae smithy.APIError
-	switch {
-	case isTransient(err) || !errors.As(err, &ae) && sent.mayHaveSent():
-		if what != "" {
-			err = fmt.Errorf("%s: %w", what, err)
-		}
-		return &RetryableError{Key: key, Attempts: sent.count(), Err: err}
-	case ae != nil && ae.ErrorCode() == "ValidationException":
-		reason := ae.ErrorMessage()
-		if what != "" {
-			reason = what + ": " + reason
-		}
-		return &InvalidError{Key: key, Reason: reason, Server: true}
+// met is what a claim whose condition failed met: the stored item its
+// cancellation returned. A claim of another message's key is key reuse; a
+// pending claim, a lease still held (or ended, for the caller to take
+// over); otherwise the delivery is a Duplicate of the stored claim. An
+// outbox item under the key is a clash of two Stores' keys.
+func (s *Store) met(rec Record, item map[string]types.AttributeValue) (Result, error) {
+	if isOutboxItem(item) {
+		return Result{}, errOutboxKey(rec.Key)
 	}
-	if what != "" {
-		err = fmt.Errorf("%s: %w", what, err)
-	}
-	return &StoreError{Key: key, Err: err}
+	return s.meet(rec, s.decodeRecord(item))
 }
 
-// isTransient: errors the SDK gave up retrying, server faults, network
-// errors and the deadline. The transaction may have committed (its answer
-// lost); retrying the delivery is safe, as a committed one is a Duplicate.
-func isTransient(err error) bool {
-	var (
-		maxAttempts *retry.MaxAttemptsError
-		ae          smithy.APIError
-		netErr      net.Error
-	)
-	switch {
-	case errors.As(err, &maxAttempts), errors.As(err, &netErr),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return true
-	case errors.As(err, &ae):
-		switch ae.ErrorCode() {
-		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
-			"TransactionInProgressException", "InternalServerError", "ServiceUnavailable":
-			return true
-		}
-		return ae.ErrorFault() == smithy.FaultServer
-	}
-	return false
+// errOutboxKey: a claim key that is an outbox item's key, as when Stores
+// share a table without distinct KeyPrefixes.
+func errOutboxKey(key string) error {
+	return &InvalidError{Key: key, Reason: "the claim key is an outbox item's: do Stores share the table without distinct KeyPrefixes?", Server: true}
 }
 
-// tablesOf is the tables items write, each once, for a call's span.
-func tablesOf(items []types.TransactWriteItem) []string {
-	var out []string
-	for _, w := range items {
-		if t := writeTable(w); t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+// How DynamoDB names and measures the items of a transaction, as
+// validateEffect (run.go) checks an effect against its limits before
+// anything is sent.
 
+// writeTable is the table w writes.
 func writeTable(w types.TransactWriteItem) string {
 	table, _, _, _ := describeWrite(w)
 	return table
 }
 
-// sleep waits a full-jitter backoff, or returns early with the context's
-// error or when the wait would outlast its deadline.
-func (s *Store) sleep(ctx context.Context, attempt int) error {
-	ceiling := s.opts.BackoffMax
-	if shift := min(attempt-1, 30); s.opts.BackoffBase <= s.opts.BackoffMax>>shift {
-		ceiling = s.opts.BackoffBase << shift // cannot overflow: at most BackoffMax
+// emptyKeyValue is the name of a key attribute whose string or binary
+// value is empty, which DynamoDB refuses (a ValidationException, which
+// would otherwise fail the delivery as the kit's fault, on every retry).
+func emptyKeyValue(k map[string]types.AttributeValue) string {
+	for name, v := range k {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			if v.Value == "" {
+				return name
+			}
+		case *types.AttributeValueMemberB:
+			if len(v.Value) == 0 {
+				return name
+			}
+		}
 	}
-	d := time.Duration(rand.Int64N(int64(ceiling) + 1))
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-		return context.DeadlineExceeded
+	return ""
+}
+
+// target is one item: a table and its canonical key.
+type target struct{ table, key string }
+
+func (s *Store) addTarget(seen map[target]int, t target, i int, bad func(string, ...any) error) error {
+	if j, dup := seen[t]; dup {
+		if j < 0 {
+			return bad("effect write %d is on the claim record itself", i)
+		}
+		return bad("effect writes %d and %d are on the same item of %s; a transaction allows one action per item", j, i, t.table)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	seen[t] = i
+	return nil
+}
+
+// describeWrite returns a write's table, its Key (nil for a Put) and its
+// approximate size in bytes.
+func describeWrite(w types.TransactWriteItem) (table string, key map[string]types.AttributeValue, size int, err error) {
+	ops := 0
+	var names map[string]string
+	var values map[string]types.AttributeValue
+	var exprs []*string
+	if w.Put != nil {
+		ops++
+		table, names, values = aws.ToString(w.Put.TableName), w.Put.ExpressionAttributeNames, w.Put.ExpressionAttributeValues
+		size += itemSize(w.Put.Item)
+		exprs = append(exprs, w.Put.ConditionExpression)
+		if len(w.Put.Item) == 0 {
+			return "", nil, 0, fmt.Errorf("Put without an Item")
+		}
+	}
+	if w.Update != nil {
+		ops++
+		table, key, names, values = aws.ToString(w.Update.TableName), w.Update.Key, w.Update.ExpressionAttributeNames, w.Update.ExpressionAttributeValues
+		exprs = append(exprs, w.Update.UpdateExpression, w.Update.ConditionExpression)
+		if aws.ToString(w.Update.UpdateExpression) == "" {
+			return "", nil, 0, fmt.Errorf("Update without an UpdateExpression")
+		}
+	}
+	if w.Delete != nil {
+		ops++
+		table, key, names, values = aws.ToString(w.Delete.TableName), w.Delete.Key, w.Delete.ExpressionAttributeNames, w.Delete.ExpressionAttributeValues
+		exprs = append(exprs, w.Delete.ConditionExpression)
+	}
+	if w.ConditionCheck != nil {
+		ops++
+		table, key, names, values = aws.ToString(w.ConditionCheck.TableName), w.ConditionCheck.Key, w.ConditionCheck.ExpressionAttributeNames, w.ConditionCheck.ExpressionAttributeValues
+		exprs = append(exprs, w.ConditionCheck.ConditionExpression)
+		if aws.ToString(w.ConditionCheck.ConditionExpression) == "" {
+			return "", nil, 0, fmt.Errorf("ConditionCheck without a ConditionExpression")
+		}
+	}
+	switch {
+	case ops == 0:
+		return "", nil, 0, fmt.Errorf("no operation (set one of Put, Update, Delete, ConditionCheck)")
+	case ops > 1:
+		return "", nil, 0, fmt.Errorf("%d operations in one write; set exactly one", ops)
+	case table == "":
+		return "", nil, 0, fmt.Errorf("no TableName")
+	case w.Put == nil && len(key) == 0:
+		return "", nil, 0, fmt.Errorf("no Key")
+	}
+	size += len(table) + itemSize(key) + itemSize(values)
+	for k, v := range names {
+		size += len(k) + len(v)
+	}
+	for _, e := range exprs {
+		size += len(aws.ToString(e))
+	}
+	return table, key, size, nil
+}
+
+// itemSize approximates DynamoDB's item size: attribute names plus values.
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return len(v.Value)/2 + 2
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)/2 + 2
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		return 3 + itemSize(v.Value) + len(v.Value)
+	default: // BOOL, NULL
+		return 1
 	}
 }
 
-// sendLog counts, through a middleware on each call, the requests that
-// went out, the SDK's retries included. An error that is not DynamoDB's
-// answer (a reset, a timeout, a response cut short or unreadable) may
-// follow a commit only if a request went out.
-type sendLog struct {
-	attempts int  // calls made
-	hooked   bool // the middleware was installed: the client is the SDK's
-	sends    int  // requests handed to the HTTP client
-}
-
-// option installs the middleware; a client that ignores it (a fake)
-// leaves hooked false, and every error of its is taken as maybe sent.
-func (l *sendLog) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, l.install)
-}
-
-func (l *sendLog) install(stack *middleware.Stack) error {
-	l.hooked = true
-	// Last in the deserialize step: right before the HTTP request is sent.
-	return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("idem.sendLog",
-		func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
-			l.sends++
-			return next.HandleDeserialize(ctx, in)
-		}), middleware.After)
-}
-
-// mayHaveSent: a request went out, or the client cannot tell.
-func (l *sendLog) mayHaveSent() bool { return !l.hooked || l.sends > 0 }
-
-// count is how many times the transaction was sent: the requests counted,
-// or the calls made when the client cannot tell.
-func (l *sendLog) count() int {
-	if l.hooked {
-		return l.sends
+// canonicalKey renders a key so that equal keys compare equal.
+func canonicalKey(k map[string]types.AttributeValue) string {
+	if len(k) == 1 { // the usual key: nothing to sort, one string to build
+		for name, v := range k {
+			if v, ok := v.(*types.AttributeValueMemberS); ok {
+				return name + "\x00S" + v.Value + "\x00"
+			}
+		}
 	}
-	return l.attempts
+	var b strings.Builder
+	for _, name := range sortedNames(k) {
+		b.WriteString(name)
+		b.WriteByte(0)
+		switch v := k[name].(type) {
+		case *types.AttributeValueMemberS:
+			b.WriteString("S" + v.Value)
+		case *types.AttributeValueMemberN:
+			b.WriteString("N" + v.Value)
+		case *types.AttributeValueMemberB:
+			b.WriteString("B" + string(v.Value))
+		default:
+			fmt.Fprintf(&b, "%T%v", v, v)
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// sortedNames are an item's or a key's attribute names, sorted.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

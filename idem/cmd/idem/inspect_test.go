@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/internal/tracectx"
 	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 	"github.com/idemkit/kit/idem/webhook"
@@ -138,9 +139,9 @@ func TestInspect(t *testing.T) {
 			[]string{"Pending", "released: the handler failed"}},
 		{"expired", []string{"-source", "credits", "-id", "old-1"},
 			[]string{"credits#old-1", "expired, the kit takes the claim as absent", "older than the outbox's default retention"}},
-		{"raw key", []string{"-key", "credits#evt_1"}, []string{"Processed", "key sha256", wire.KeyHash("credits#evt_1")}},
+		{"raw key", []string{"-key", "credits#evt_1"}, []string{"Processed", "key sha256", tracectx.KeyHash("credits#evt_1")}},
 		{"traced", []string{"-source", "credits", "-id", "traced-1"},
-			[]string{"trace", traceID, "the delivery that made the claim", "idem.key.sha256=" + wire.KeyHash("credits#traced-1")}},
+			[]string{"trace", traceID, "the delivery that made the claim", "idem.key.sha256=" + tracectx.KeyHash("credits#traced-1")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _ := f.mustRun(t, exitOK, append([]string{"inspect"}, tc.args...)...)

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/hook"
 	"github.com/idemkit/kit/idem/internal/tracectx"
@@ -71,7 +72,7 @@ func view(cl *claim, now time.Time, webhook bool) claimView {
 	if cl.PayloadDigest != cl.Fingerprint {
 		v.PayloadDigest = cl.PayloadDigest
 	}
-	v.KeyHash = wire.KeyHash(cl.Key)
+	v.KeyHash = tracectx.KeyHash(cl.Key)
 	if tp, ok := cl.item[wire.TraceParentAttr].(*types.AttributeValueMemberS); ok {
 		if sc, ok := tracectx.Parse(tp.Value); ok {
 			v.Trace = sc.TraceID().String()

@@ -6,6 +6,7 @@
 package tracectx
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"strings"
 
@@ -90,4 +91,12 @@ func spanContext(traceID, spanID string, sampled bool) (trace.SpanContext, bool)
 	cfg.Remote = true
 	sc := trace.NewSpanContext(cfg)
 	return sc, sc.IsValid()
+}
+
+// KeyHash is a claim key as spans name it (idem.key.sha256): its SHA-256,
+// the first 8 bytes in hex, so that a trace can be found by key without
+// the key, which may be personal data, in clear.
+func KeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:8])
 }

@@ -1,8 +1,9 @@
 // Package wire is what the kit stores, as every package that reads it
 // reads it: a claim record's default attribute names, an outbox item's
-// attributes and id, and the EventBridge detail the relay sends. The kit
-// writes them (idem), its relay, tests and commands read them (idem/outbox,
-// idemtest, idem/cmd), none another way.
+// attributes and id, the EventBridge detail the relay sends, and what SQS
+// and EventBridge take as a message. The kit writes them (idem), its
+// relay, tests and commands read them (idem/outbox, idemtest, idem/cmd),
+// none another way.
 package wire
 
 import (
@@ -11,9 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // A claim record's attribute names where idem.Options.Attributes leaves one
@@ -102,10 +105,108 @@ func Detail(id, body string) string {
 	return `{"` + KeyField + `":` + strconv.Quote(id) + sep + rest
 }
 
-// KeyHash is a claim key as spans name it (idem.key.sha256): its SHA-256,
-// the first 8 bytes in hex, so that a trace can be found by key without
-// the key, which may be personal data, in clear.
-func KeyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:8])
+// reservedAttributes are the SQS message attributes the relay sets.
+var reservedAttributes = []string{"IdempotencyKey", "Type"}
+
+// Message is an outgoing message as the relay sends it (idem.OutgoingMessage).
+type Message struct {
+	Destination, Type, Body, GroupID string
+	Attributes                       map[string]string
+}
+
+// MaxMessageBytes bounds a Message as SQS counts a message: its Body with
+// every attribute's name, type and value, the relay's IdempotencyKey and
+// Type included; 256 KiB, also an EventBridge entry's limit.
+const MaxMessageBytes = 256 << 10
+
+// CheckMessage refuses, before anything commits, a message its
+// destination would refuse: once committed, such a message would fail the
+// relay on every retry and end at its on-failure destination, unsent.
+func CheckMessage(m Message) error {
+	if err := checkDestination(m); err != nil {
+		return err
+	}
+	switch {
+	case m.Body == "":
+		return errors.New("empty Body")
+	case !sqsText(m.Body):
+		return errors.New("the Body is not valid UTF-8 or holds a character SQS refuses (a control character other than tab, LF and CR, or U+FFFE/U+FFFF)")
+	case !sqsText(m.Type) || !utf8.ValidString(m.GroupID):
+		return errors.New("the Type or GroupID is not valid UTF-8, or Type holds a character SQS refuses")
+	case len(m.Attributes) > 8:
+		return fmt.Errorf("%d Attributes; SQS takes 10 a message, two of them the relay's IdempotencyKey and Type", len(m.Attributes))
+	}
+	// As SQS counts a message's size: its body, and each attribute's name,
+	// type ("String") and value, the relay's two included.
+	size := len(m.Body) + len("IdempotencyKey") + 32 + len("Type") + len(m.Type) + 2*len("String")
+	for k, v := range m.Attributes {
+		if err := checkAttributeName(k); err != nil {
+			return err
+		}
+		if v == "" || !sqsText(v) {
+			return fmt.Errorf("attribute %q: its value is empty, not valid UTF-8, or holds a character SQS refuses", k)
+		}
+		size += len(k) + len("String") + len(v)
+	}
+	if size > MaxMessageBytes {
+		return fmt.Errorf("the message is %d bytes with its attributes; the limit is %d", size, MaxMessageBytes)
+	}
+	return nil
+}
+
+func checkDestination(m Message) error {
+	if bus, ok := strings.CutPrefix(m.Destination, "eventbridge:"); ok {
+		switch {
+		case bus == "":
+			return fmt.Errorf("the Destination %q names no event bus", m.Destination)
+		case m.Type == "":
+			return errors.New("an EventBridge event needs a Type, its detail-type")
+		}
+		if err := CheckDetail(m.Body); err != nil {
+			return fmt.Errorf("an EventBridge event's Body is its detail, and %v", err)
+		}
+		return nil
+	}
+	u, err := url.Parse(m.Destination)
+	if m.Destination == "" {
+		return errors.New("no Destination")
+	}
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(strings.Split(strings.Trim(u.Path, "/"), "/")) != 2 || strings.Contains(strings.Trim(u.Path, "/"), "//") {
+		return fmt.Errorf("the Destination %q is neither an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>) nor \"eventbridge:\" and a bus", m.Destination)
+	}
+	return nil
+}
+
+// checkAttributeName applies SQS's rules for a message attribute's name.
+func checkAttributeName(k string) error {
+	for _, r := range reservedAttributes {
+		if strings.EqualFold(k, r) {
+			return fmt.Errorf("attribute %q is the relay's own", k)
+		}
+	}
+	ok := k != "" && len(k) <= 256 && !strings.HasPrefix(k, ".") && !strings.HasSuffix(k, ".") && !strings.Contains(k, "..")
+	lower := strings.ToLower(k)
+	ok = ok && !strings.HasPrefix(lower, "aws.") && !strings.HasPrefix(lower, "amazon.")
+	for i := 0; ok && i < len(k); i++ {
+		c := k[i]
+		ok = c == '_' || c == '-' || c == '.' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+	}
+	if !ok {
+		return fmt.Errorf("attribute name %q: SQS takes 1 to 256 of A-Z a-z 0-9 _ - . (no leading, trailing or doubled period, no AWS. or Amazon. prefix)", k)
+	}
+	return nil
+}
+
+// sqsText says whether SQS takes s in a body or an attribute value: valid
+// UTF-8 of #x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF.
+func sqsText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,224 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem/internal/wire"
+)
+
+// A delivery run: its handler called, the effect it describes checked
+// against what DynamoDB and the relay would refuse, its outgoing messages
+// made outbox items, then committed with its claim (transact.go).
+
+// run runs h for msg, identified as id, and commits its effect with the
+// claim.
+func (s *Store) run(ctx context.Context, msg Message, id Record, h Handler) (Result, error) {
+	rec, eff, err := s.prepare(ctx, msg, id, h)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.commitEffect(ctx, rec, eff)
+}
+
+// prepare runs h for msg, identified as id, validates the effect it
+// describes and builds the claim record to commit with it.
+func (s *Store) prepare(ctx context.Context, msg Message, id Record, h Handler) (Record, Effect, error) {
+	eff, err := runHandler(withDelivery(ctx, msg, id.Key), msg, id.Key, h)
+	if err != nil {
+		return Record{}, Effect{}, err
+	}
+	now := s.opts.Now()
+	rec := id
+	rec.ClaimedAt, rec.ExpiresAt, rec.traceparent = now, now.Add(s.opts.retention()), traceParent(ctx)
+	if err := s.validateEffect(rec, &eff, now); err != nil {
+		return Record{}, Effect{}, err
+	}
+	rec.Outcome, rec.Response = Processed, eff.Response
+	return rec, eff, nil
+}
+
+// runHandler runs h, a panic in it a *PanicError.
+func runHandler(ctx context.Context, msg Message, key string, h Handler) (eff Effect, err error) {
+	if h == nil {
+		return Effect{}, &InvalidError{Key: key, Reason: "nil handler"}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			eff, err = Effect{}, &PanicError{Key: key, Callback: "the handler", Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if eff, err = h(ctx, msg); err != nil {
+		return Effect{}, &HandlerError{Key: key, Err: err}
+	}
+	return eff, nil
+}
+
+// validateEffect refuses, before anything is sent, what DynamoDB would
+// refuse: too many actions, a write without a table or with two operations,
+// two writes on one item, a response or a transaction over its limit. rec
+// is the claim the effect commits with, its ClaimedAt set; now is the
+// commit's time.
+func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err error) {
+	key := rec.Key
+	// A nil AttributeValue (a typed nil pointer, say) would panic while
+	// the writes are measured; it is the handler's input, so an error.
+	defer func() {
+		if v := recover(); v != nil {
+			err = &InvalidError{Key: key, Reason: fmt.Sprintf("an effect write holds a value DynamoDB cannot take (%v); is an AttributeValue nil?", v)}
+		}
+	}()
+	bad := func(format string, args ...any) error {
+		return &InvalidError{Key: key, Reason: fmt.Sprintf(format, args...)}
+	}
+	own := len(eff.Writes)
+	if err := s.addOutbox(rec, eff, now); err != nil {
+		return err
+	}
+	if n := len(eff.Writes) + 1; n > maxTransactItems {
+		if own < len(eff.Writes) {
+			return bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
+		}
+		return bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
+	}
+	if len(eff.Response) > s.opts.MaxResponseBytes {
+		return bad("response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(eff.Response), s.opts.MaxResponseBytes)
+	}
+	// Key attribute names per table, as far as this transaction tells them:
+	// the claim table's from the options, others from their writes' Keys.
+	names := s.keyNames
+	keyAttrs := map[string][]string{s.table: names, s.opts.OutboxTable: names}
+	seen := map[target]int{{s.table, canonicalKey(rec.keyItem)}: -1}
+	var puts []int
+	size := 0
+	for i, w := range eff.Writes {
+		table, k, n, err := describeWrite(w)
+		if err != nil {
+			return bad("effect write %d: %v", i, err)
+		}
+		size += n
+		if k == nil {
+			puts = append(puts, i)
+			continue
+		}
+		if name := emptyKeyValue(k); name != "" {
+			return bad("effect write %d: key attribute %q of %s is empty; DynamoDB refuses an empty key value", i, name, table)
+		}
+		if _, ok := keyAttrs[table]; !ok {
+			keyAttrs[table] = sortedNames(k)
+		}
+		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
+			return err
+		}
+	}
+	for _, i := range puts {
+		p := eff.Writes[i].Put
+		table := aws.ToString(p.TableName)
+		if n := itemSize(p.Item); n > maxItemBytes {
+			return bad("effect write %d puts an item of %d bytes; DynamoDB allows %d", i, n, maxItemBytes)
+		}
+		names, ok := keyAttrs[table]
+		if !ok {
+			continue // its key schema is unknown here; DynamoDB checks it
+		}
+		k := map[string]types.AttributeValue{}
+		for _, name := range names {
+			if v, ok := p.Item[name]; ok {
+				k[name] = v
+			}
+		}
+		if len(k) != len(names) {
+			return bad("effect write %d puts an item without its key attributes %v", i, names)
+		}
+		if name := emptyKeyValue(k); name != "" {
+			return bad("effect write %d: key attribute %q of %s is empty; DynamoDB refuses an empty key value", i, name, table)
+		}
+		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
+			return err
+		}
+	}
+	if size > maxTransactBytes {
+		return bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
+	}
+	return nil
+}
+
+// outboxKey is an outbox item's partition key value. A claim key is
+// KeyPrefix + scope + "#" + id with a scope that is never empty, so no
+// claim key of this Store starts with KeyPrefix + "#"; and the item's Put
+// is conditional, so that a key another Store's claim holds (Stores that
+// share a table without distinct prefixes) fails the transaction instead
+// of overwriting the claim.
+func (s *Store) outboxKey(id string) string {
+	return s.opts.KeyPrefix + "#outbox#" + id
+}
+
+// addOutbox appends eff.Messages to eff.Writes as outbox items of the
+// claim rec (its key and generation name them), written at now, after the handler's own
+// writes (so a RejectedError's index still names one of those), and
+// clears eff.Messages. A rejection recorded in the effect's place commits
+// none of them.
+func (s *Store) addOutbox(rec Record, eff *Effect, now time.Time) error {
+	if len(eff.Messages) == 0 {
+		return nil
+	}
+	a := s.opts.Attributes
+	// Appended to a slice of the effect's own: the handler's Writes may
+	// share their array with other effects.
+	eff.Writes = slices.Clip(eff.Writes)
+	expires := strconv.FormatInt(now.Add(s.opts.OutboxRetention).Unix(), 10)
+	created := now.UTC().Format(time.RFC3339Nano)
+	for i, m := range eff.Messages {
+		if err := wire.CheckMessage(wire.Message{Destination: m.Destination, Type: m.Type, Body: m.Body, GroupID: m.GroupID, Attributes: m.Attributes}); err != nil {
+			return &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("outgoing message %d: %v", i, err)}
+		}
+		id := wire.ID(s.table, rec.Key, rec.ClaimedAt, i)
+		// The claim's key, its partition key value the item's own.
+		item := maps.Clone(rec.keyItem)
+		item[a.Key] = &types.AttributeValueMemberS{Value: s.outboxKey(id)}
+		str := func(name, v string) { item[name] = &types.AttributeValueMemberS{Value: v} }
+		str(wire.KindAttr, wire.Kind)
+		str(wire.IDAttr, id)
+		str(wire.DestinationAttr, m.Destination)
+		str(wire.BodyAttr, m.Body)
+		str(wire.ClaimAttr, rec.Key)
+		str(wire.CreatedAtAttr, created)
+		group := m.GroupID
+		if group == "" {
+			group = rec.Key
+		}
+		str(wire.GroupAttr, group)
+		if m.Type != "" {
+			str(wire.TypeAttr, m.Type)
+		}
+		if len(m.Attributes) > 0 {
+			attrs := make(map[string]types.AttributeValue, len(m.Attributes))
+			for k, v := range m.Attributes {
+				attrs[k] = &types.AttributeValueMemberS{Value: v}
+			}
+			item[wire.AttributesAttr] = &types.AttributeValueMemberM{Value: attrs}
+		}
+		item[wire.IndexAttr] = &types.AttributeValueMemberN{Value: strconv.Itoa(i)}
+		if rec.traceparent != "" { // for the relay to send on: the message's trace is the delivery's
+			str(wire.TraceParentAttr, rec.traceparent)
+		}
+		item[a.ExpiresAt] = &types.AttributeValueMemberN{Value: expires}
+		// The id is new with each claim, so the item is too: a key held
+		// already is another Store's (see outboxKey), never overwritten.
+		eff.Writes = append(eff.Writes, types.TransactWriteItem{Put: &types.Put{
+			TableName: &s.opts.OutboxTable, Item: item,
+			ConditionExpression:      aws.String("attribute_not_exists(#k)"),
+			ExpressionAttributeNames: map[string]string{"#k": a.Key},
+		}})
+	}
+	eff.Messages = nil
+	return nil
+}
