@@ -31,6 +31,9 @@ type Store struct {
 	// keyNames are the claims table's key attribute names, sorted, as
 	// validateEffect compares them.
 	keyNames []string
+	// claimNames are the claim's condition's attribute names (Store.claim),
+	// the same for every claim: one map, which the SDK only reads.
+	claimNames map[string]string
 }
 
 // maxRetentionDays keeps the retention far from time.Duration's limit
@@ -72,5 +75,6 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 		keyNames = sortedNames(map[string]bool{o.Attributes.Key: true, o.Attributes.SortKey: true})
 	}
 	return &Store{client: client, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r,
-		tracer: o.TracerProvider.Tracer(tracerName), keyNames: keyNames}, nil
+		tracer: o.TracerProvider.Tracer(tracerName), keyNames: keyNames,
+		claimNames: map[string]string{"#k": o.Attributes.Key, "#e": o.Attributes.ExpiresAt}}, nil
 }

@@ -88,9 +88,7 @@ type claimant struct {
 // cost of a second transaction only then: a longer condition here would
 // slow every claim.
 func (s *Store) claim(rec Record) types.TransactWriteItem {
-	a := s.opts.Attributes
-	return s.put(rec, "attribute_not_exists(#k) OR #e < :now",
-		map[string]string{"#k": a.Key, "#e": a.ExpiresAt},
+	return s.put(rec, "attribute_not_exists(#k) OR #e < :now", s.claimNames,
 		map[string]types.AttributeValue{
 			":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ClaimedAt.Unix(), 10)},
 		})
