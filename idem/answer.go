@@ -252,12 +252,13 @@ func (fl *flight) unlessLanded() {
 
 var errNotLanded = errors.New("idem: the delivery ended before its outcome")
 
-// learn takes in what a delivery that reached DynamoDB settled (*res,
+// learn takes in what a delivery that led its key's flight settled (*res,
 // *err): the claim it committed or met goes into the cache, a Duplicate's
 // stored record is replayed to msg, the outcome counts toward its
 // sender's share of duplicates, and lands fl for the deliveries of its key
-// waiting in this process. After a panic, nothing was settled: the waiting
-// ones run on their own.
+// waiting in this process. After a panic past every recovery *res and
+// *err are still the zero values answer began with, which settle nothing:
+// nothing is cached or counted, and the waiting ones run on their own.
 func (s *Store) learn(msg Message, id Record, fl *flight, res *Result, err *error) {
 	s.remember(*res, *err)
 	if *err == nil && res.Outcome == Duplicate {

@@ -128,19 +128,23 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 				*r = BatchResult{Err: err}
 			}
 		}
-		s.rates.count(msg, b.out[i].Result, b.out[i].Err) // a follower's (nothing yet) counts where it runs
 		if leads[i] != nil {
 			leads[i].land(b.out[i].Result, b.out[i].Err)
 		}
 	}
+	alone := make([]bool, len(msgs)) // followers run on their own: counted as they ran
 	for _, f := range followers {
 		res, err, ok := s.follow(ctxs[f.i], msgs[f.i], f.id, f.fl)
 		if !ok { // its leader settled nothing: run it alone, as Process would
 			res, err = s.answer(ctxs[f.i], msgs[f.i], f.id, handler(f.i))
+			alone[f.i] = true
 		}
 		b.out[f.i] = BatchResult{Result: res, Err: err}
 	}
 	for i, msg := range msgs {
+		if !alone[i] {
+			s.rates.count(msg, b.out[i].Result, b.out[i].Err)
+		}
 		s.settle(ctxs[i], traces[i], msg, ids[i], b.out[i].Result, b.out[i].Err)
 	}
 	return b.out
@@ -252,7 +256,9 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 	}
 	if err == nil {
 		for _, e := range es {
-			b.done(e, Result{Outcome: Processed, Record: e.rec}, nil)
+			rec := e.rec
+			rec.keyItem = nil // the Store's own: a Result's Record is the record as stored
+			b.done(e, Result{Outcome: Processed, Record: rec}, nil)
 		}
 		return nil
 	}

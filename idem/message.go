@@ -26,8 +26,8 @@ type Message struct {
 	Fingerprint string
 	// Replay, when set, reads the stored record of a Duplicate before its
 	// outcome is logged and counted, such as an adapter decoding the
-	// response it replays. An error (or a panic) makes the delivery a
-	// *ReplayError, counted once, as Failed.
+	// response it replays. An error makes the delivery a *ReplayError (a
+	// panic, a *PanicError), counted once, as Failed.
 	Replay func(stored Record) error
 	// LogAttrs are added to the message's log record, such as the SQS
 	// messageId that a batch response names.

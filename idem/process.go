@@ -22,8 +22,8 @@ import (
 // fingerprint); answer.go answers it from a claim this process knows, or
 // a read, or else runs it; run.go runs the handler and checks the effect;
 // transact.go commits the effect with the claim and reads what a failure
-// means; back here, outcome.go logs and counts the outcome and ends the
-// span.
+// means; last, outcome.go logs the outcome, tells the Observers and ends
+// the span.
 
 // Process runs h for msg and commits the effect it describes together with
 // msg's claim, in one TransactWriteItems.

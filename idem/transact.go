@@ -143,6 +143,7 @@ func (s *Store) commit(ctx context.Context, c claimant, rec Record, writes []typ
 		endCall(span, err)
 		sent.attempts++
 		if err == nil {
+			rec.keyItem = nil // the Store's own: a Result's Record is the record as stored
 			return Result{Outcome: Processed, Record: rec}, nil
 		}
 		res, err, retry := s.classify(c, rec, writes, err, &sent)
