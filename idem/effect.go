@@ -96,7 +96,7 @@ type OutgoingMessage struct {
 // Body with every attribute's name, type and value, the relay's
 // IdempotencyKey and Type included; 256 KiB, also an EventBridge entry's
 // limit.
-const MaxOutgoingBytes = wire.MaxMessageBytes
+const MaxOutgoingBytes = 256 << 10
 
 // outboxID is the id of the outbox item w puts, or "" when w is none.
 func outboxID(w types.TransactWriteItem) string {

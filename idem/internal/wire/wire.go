@@ -114,15 +114,11 @@ type Message struct {
 	Attributes                       map[string]string
 }
 
-// MaxMessageBytes bounds a Message as SQS counts a message: its Body with
-// every attribute's name, type and value, the relay's IdempotencyKey and
-// Type included; 256 KiB, also an EventBridge entry's limit.
-const MaxMessageBytes = 256 << 10
-
 // CheckMessage refuses, before anything commits, a message its
 // destination would refuse: once committed, such a message would fail the
 // relay on every retry and end at its on-failure destination, unsent.
-func CheckMessage(m Message) error {
+// maxBytes bounds it as SQS counts a message (idem.MaxOutgoingBytes).
+func CheckMessage(m Message, maxBytes int) error {
 	if err := checkDestination(m); err != nil {
 		return err
 	}
@@ -148,8 +144,8 @@ func CheckMessage(m Message) error {
 		}
 		size += len(k) + len("String") + len(v)
 	}
-	if size > MaxMessageBytes {
-		return fmt.Errorf("the message is %d bytes with its attributes; the limit is %d", size, MaxMessageBytes)
+	if size > maxBytes {
+		return fmt.Errorf("the message is %d bytes with its attributes; the limit is %d", size, maxBytes)
 	}
 	return nil
 }
