@@ -292,12 +292,6 @@ func (s *Store) remember(res Result, err error) {
 // TransactWriteItems about 24). The claim's condition still decides: a read
 // that finds nothing, or a claim not final, costs only its time.
 
-// GetItemAPI is the call a Store reads a claim with before running a
-// handler (Options.ReadFirstAbove). *dynamodb.Client implements it.
-type GetItemAPI interface {
-	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-}
-
 // peeked answers a delivery whose claim a read found final and
 // unexpired, as the cache does, when the sender's recent duplicates make
 // the read worth its cost (ok); otherwise it says to go on.

@@ -17,6 +17,12 @@ type TransactWriteAPI interface {
 	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
+// GetItemAPI is the call a Store reads a claim with before running a
+// handler (Options.ReadFirstAbove). *dynamodb.Client implements it.
+type GetItemAPI interface {
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
 // Store claims messages in a processed-ids table and commits their effects.
 // It is safe for concurrent use; build it once, outside the Lambda handler.
 type Store struct {

@@ -130,3 +130,9 @@ func tablesOf(items []types.TransactWriteItem) []string {
 	}
 	return out
 }
+
+// writeTable is the table w writes.
+func writeTable(w types.TransactWriteItem) string {
+	table, _, _, _ := describeWrite(w)
+	return table
+}

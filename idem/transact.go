@@ -202,33 +202,9 @@ func (s *Store) classify(c claimant, rec Record, writes []types.TransactWriteIte
 	return Result{}, &StoreError{Key: rec.Key, Err: err}, false
 }
 
-// met is what a claim whose condition failed met: the stored item its
-// cancellation returned. A claim of another message's key is key reuse; a
-// pending claim, a lease still held (or ended, for the caller to take
-// over); otherwise the delivery is a Duplicate of the stored claim. An
-// outbox item under the key is a clash of two Stores' keys.
-func (s *Store) met(rec Record, item map[string]types.AttributeValue) (Result, error) {
-	if isOutboxItem(item) {
-		return Result{}, errOutboxKey(rec.Key)
-	}
-	return s.meet(rec, s.decodeRecord(item))
-}
-
-// errOutboxKey: a claim key that is an outbox item's key, as when Stores
-// share a table without distinct KeyPrefixes.
-func errOutboxKey(key string) error {
-	return &InvalidError{Key: key, Reason: "the claim key is an outbox item's: do Stores share the table without distinct KeyPrefixes?", Server: true}
-}
-
 // How DynamoDB names and measures the items of a transaction, as
 // validateEffect (run.go) checks an effect against its limits before
 // anything is sent.
-
-// writeTable is the table w writes.
-func writeTable(w types.TransactWriteItem) string {
-	table, _, _, _ := describeWrite(w)
-	return table
-}
 
 // emptyKeyValue is the name of a key attribute whose string or binary
 // value is empty, which DynamoDB refuses (a ValidationException, which
