@@ -358,8 +358,16 @@ func TestSingleTableDesign(t *testing.T) {
 		o.Scope = "payments"
 	})
 	ctx := context.Background()
+	// The credit announces itself through the outbox, whose item shares
+	// the claim's table: its key is the claim's sort key with its own
+	// partition key.
+	credit := e.creditHandler(nil)
 	process := func(ctx context.Context, m idem.Message) (idem.Result, error) {
-		return e.store.Process(ctx, m, e.creditHandler(nil))
+		return e.store.Process(ctx, m, func(ctx context.Context, m idem.Message) (idem.Effect, error) {
+			eff, err := credit(ctx, m)
+			eff.Messages = []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "credited"}}
+			return eff, err
+		})
 	}
 	var got []idem.Outcome
 	for _, d := range idemtest.Replay(ctx, 3, process, msg) {
@@ -379,5 +387,20 @@ func TestSingleTableDesign(t *testing.T) {
 	}
 	if got := e.balance(t, "acc-9"); got != 500 {
 		t.Errorf("balance: want 500, got %d", got)
+	}
+	scan, err := e.client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(e.processed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outbox []string
+	for _, item := range scan.Items {
+		pk, _ := item["pk"].(*types.AttributeValueMemberS)
+		sk, _ := item["sk"].(*types.AttributeValueMemberS)
+		if pk != nil && strings.HasPrefix(pk.Value, "IDEM##outbox#") && sk != nil && sk.Value == "IDEM" {
+			outbox = append(outbox, pk.Value)
+		}
+	}
+	if len(scan.Items) != 2 || len(outbox) != 1 {
+		t.Fatalf("want the claim and one outbox item under sort key IDEM, got %d items, outbox %v", len(scan.Items), outbox)
 	}
 }
