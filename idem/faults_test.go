@@ -20,7 +20,7 @@ func TestFaultsNeverApplyTwice(t *testing.T) {
 	const messages, workers = 200, 8
 	faults := &idemtest.Faults{Seed: 7, Rates: map[idemtest.FaultKind]float64{
 		idemtest.FaultThrottle: 0.07, idemtest.FaultServerError: 0.07, idemtest.FaultReset: 0.07, idemtest.FaultLostResponse: 0.07,
-		idemtest.FaultTruncatedResponse: 0.07,
+		idemtest.FaultTruncatedResponse: 0.07, idemtest.FaultTransactionConflict: 0.07, idemtest.FaultReplicatedConflict: 0.03,
 	}}
 	e := newEnv(t)
 	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option), e.processed, func(o *idem.Options) {})

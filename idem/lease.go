@@ -292,10 +292,13 @@ const takeoverSkew = time.Second
 // readForLease claims id's key as pending under leaseID (ours), or, when
 // a record holds it, returns that record.
 func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Record, now, until time.Time, leaseID string) (Record, bool, error) {
-	sent := sendLog{attempts: 1}
-	cctx, span := s.call(ctx, "UpdateItem", nil)
-	out, err := client.UpdateItem(cctx, s.newClaim(id, now, until, leaseID), sent.option)
-	endCall(span, err)
+	var sent sendLog
+	in := s.newClaim(id, now, until, leaseID)
+	var out *dynamodb.UpdateItemOutput
+	err := s.retryContention(ctx, func() (err error) {
+		out, err = s.updateItem(ctx, client, in, &sent)
+		return err
+	})
 	if err == nil {
 		rec := id
 		rec.ClaimedAt, rec.Outcome, rec.LeaseUntil, rec.lease = now, Pending, until, leaseID
@@ -312,8 +315,9 @@ func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Recor
 		stored := s.decodeRecord(ccf.Item)
 		return stored, stored.Outcome == Pending && stored.lease == leaseID, nil
 	}
+	contended := isContention(err) // refused: nothing was taken
 	err = callError(id.Key, "the lease", err, &sent)
-	if errors.Is(err, ErrRetryable) {
+	if errors.Is(err, ErrRetryable) && !contended {
 		// The lease may have been taken with its answer lost: release it,
 		// or the redelivery would wait it out.
 		s.release(ctx, id.Key, leaseID)
@@ -325,10 +329,13 @@ func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Recor
 // under leaseID; taken is false when another delivery changed the claim
 // first.
 func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Record, until time.Time, leaseID string) (Lease, bool, error) {
-	sent := sendLog{attempts: 1}
-	cctx, span := s.call(ctx, "UpdateItem", nil)
-	out, err := client.UpdateItem(cctx, s.takeOverInput(stored, until, leaseID), sent.option)
-	endCall(span, err)
+	var sent sendLog
+	in := s.takeOverInput(stored, until, leaseID)
+	var out *dynamodb.UpdateItemOutput
+	err := s.retryContention(ctx, func() (err error) {
+		out, err = s.updateItem(ctx, client, in, &sent)
+		return err
+	})
 	if err == nil {
 		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, true, nil
 	}
@@ -339,8 +346,9 @@ func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Recor
 		}
 		return Lease{}, false, nil
 	}
+	contended := isContention(err)
 	err = callError(stored.Key, "the lease's takeover", err, &sent)
-	if errors.Is(err, ErrRetryable) { // as in readForLease
+	if errors.Is(err, ErrRetryable) && !contended { // as in readForLease
 		s.release(ctx, stored.Key, leaseID)
 	}
 	return Lease{}, false, err
@@ -359,9 +367,24 @@ func (s *Store) release(ctx context.Context, key, leaseID string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	ctx, span := s.call(ctx, "UpdateItem", nil)
-	_, err := s.client.(UpdateItemAPI).UpdateItem(ctx, s.releaseInput(key, leaseID))
+	// A conflict is the claim being written by another delivery's
+	// transaction at that moment: worth the backoff, within the timeout.
+	in := s.releaseInput(key, leaseID)
+	var sent sendLog
+	_ = s.retryContention(ctx, func() error {
+		_, err := s.updateItem(ctx, s.client.(UpdateItemAPI), in, &sent)
+		return err
+	})
+}
+
+// updateItem is one UpdateItem call of a lease, with its span, counted in
+// sent.
+func (s *Store) updateItem(ctx context.Context, client UpdateItemAPI, in *dynamodb.UpdateItemInput, sent *sendLog) (*dynamodb.UpdateItemOutput, error) {
+	sent.attempts++
+	cctx, span := s.call(ctx, "UpdateItem", nil)
+	out, err := client.UpdateItem(cctx, in, sent.option)
 	endCall(span, err)
+	return out, err
 }
 
 // releaseTimeout bounds a release, which may run after the handler's

@@ -61,9 +61,12 @@ type Options struct {
 	// response is an *InvalidError and commits nothing. Defaults to 65,536.
 	MaxResponseBytes int
 
-	// MaxAttempts bounds how many times a transaction cancelled by a
-	// transaction conflict or throttling is sent, within the context's
-	// deadline. Defaults to 5.
+	// MaxAttempts bounds how many times a call is sent that DynamoDB
+	// answered with contention or throttling, within the context's
+	// deadline: a transaction cancelled by a transaction conflict or
+	// throttling, and a lease's UpdateItem answered
+	// TransactionConflictException or ReplicatedWriteConflictException.
+	// Past it the delivery is a *RetryableError. Defaults to 5.
 	MaxAttempts int
 
 	// BackoffBase is the first retry's largest delay; each retry doubles it,

@@ -35,9 +35,11 @@ const (
 	// failure of the consumer, so it is counted apart from Failed.
 	Refused Outcome = "Refused"
 	// InFlight: another delivery of the message holds its lease
-	// (ProcessLeased); nothing was done, and the delivery is to be retried
-	// after the lease (*LeaseHeldError). Counted apart from Failed: it is
-	// a race the lease won, not a fault.
+	// (ProcessLeased; a *LeaseHeldError), or was writing its claim
+	// through every one of this delivery's attempts (a *RetryableError of
+	// a transaction conflict on the claim); nothing was done, and the
+	// delivery is to be retried. Counted apart from Failed: it is a race
+	// another delivery of the message won, not a fault.
 	InFlight Outcome = "InFlight"
 	// Fenced: a delivery under a lease lost it before its commit, which
 	// then applied nothing (*FencedError): another delivery took the claim
@@ -111,7 +113,7 @@ func OutcomeOf(res Result, err error) Outcome {
 		return res.Outcome
 	case errors.Is(err, ErrKeyReuse):
 		return KeyReuse
-	case errors.Is(err, ErrLeaseHeld):
+	case errors.Is(err, ErrLeaseHeld), claimContended(err):
 		return InFlight
 	case errors.Is(err, ErrFenced):
 		return Fenced

@@ -8,8 +8,10 @@ import (
 	"net"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -36,10 +38,68 @@ func isTransient(err error) bool {
 		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
 			"TransactionInProgressException", "InternalServerError", "ServiceUnavailable":
 			return true
+		case contentionTransaction, contentionReplicated: // FACTS: both mean "try again"
+			return true
 		}
 		return ae.ErrorFault() == smithy.FaultServer
 	}
 	return false
+}
+
+// DynamoDB's answers to a single-item call (UpdateItem, GetItem, PutItem,
+// DeleteItem) on an item that another write holds at that moment: a
+// transaction writing it, or a write in another Region of a global table.
+// The SDK's retryer does not retry either; neither means that nothing
+// happened to the item, only that this call did nothing yet.
+const (
+	contentionTransaction = "TransactionConflictException"
+	contentionReplicated  = "ReplicatedWriteConflictException"
+)
+
+// isContention says whether err is DynamoDB's answer that another write
+// held the item: the call did nothing and is worth another attempt after
+// a backoff.
+func isContention(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	code := ae.ErrorCode()
+	return code == contentionTransaction || code == contentionReplicated
+}
+
+// claimContended says whether err is a *RetryableError whose last
+// attempt met another write on the claim's own item: a lease's call
+// answered with contention, or a transaction cancelled with
+// TransactionConflict on its first action, the claim. Another delivery of
+// the message was committing it: the outcome is InFlight, not Failed.
+func claimContended(err error) bool {
+	var re *RetryableError
+	if !errors.As(err, &re) {
+		return false
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(re.Err, &tce) {
+		r := tce.CancellationReasons
+		return len(r) > 0 && aws.ToString(r[0].Code) == "TransactionConflict"
+	}
+	return isContention(re.Err)
+}
+
+// retryContention runs call until it returns anything but contention, at
+// most Options.MaxAttempts times, with the Store's backoff between
+// attempts; past them, or when the backoff would outlast ctx, it returns
+// the last contention error, which callError reads as retryable.
+func (s *Store) retryContention(ctx context.Context, call func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if !isContention(err) || attempt >= s.opts.MaxAttempts {
+			return err
+		}
+		if s.sleep(ctx, attempt) != nil {
+			return err
+		}
+	}
 }
 
 // sleep waits a full-jitter backoff, or returns early with the context's

@@ -165,6 +165,9 @@ func (s *Store) commit(ctx context.Context, c claimant, rec Record, writes []typ
 func (s *Store) classify(c claimant, rec Record, writes []types.TransactWriteItem, err error, sent *sendLog) (Result, error, bool) {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
+		if isContention(err) { // a global table's write in another Region, say
+			return Result{}, err, true
+		}
 		return Result{}, callError(rec.Key, "", err, sent), false
 	}
 	reasons := tce.CancellationReasons

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
@@ -87,5 +88,31 @@ func TestLeaseRefusedWithBatchTransactions(t *testing.T) {
 		func(o *sqsconsumer.Options) { o.Lease, o.BatchTransactions = &idem.LeaseOptions{}, true })
 	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
 		t.Errorf("want Lease with BatchTransactions refused, got %v", err)
+	}
+}
+
+// TestLeaseContentionIsInFlight: a record whose lease meets
+// TransactionConflictException through every retry is failed for
+// redelivery and counted InFlight, not Failed: another environment was
+// writing its claim.
+func TestLeaseContentionIsInFlight(t *testing.T) {
+	e := newEnv(t)
+	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultReplicatedConflict: 1}, Operations: []string{"UpdateItem"}}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option), e.Processed, func(o *idem.Options) {
+		o.MaxAttempts = 2
+		o.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(t, store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) { return e.handler(rec) },
+		func(o *sqsconsumer.Options) { o.Lease = &idem.LeaseOptions{} })
+	rec := events.SQSMessage{MessageId: "m-1", EventSourceARN: queueARN, Body: `{"account":"acc-1","cents":100}`}
+	resp, _ := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec}})
+	if len(resp.BatchItemFailures) != 1 {
+		t.Errorf("want m-1 failed for redelivery, got %+v", resp)
+	}
+	if !strings.Contains(e.logs.String(), `"outcome":"InFlight"`) || strings.Contains(e.logs.String(), `"outcome":"Failed"`) {
+		t.Errorf("want the record logged InFlight, not Failed: %s", e.logs.String())
 	}
 }

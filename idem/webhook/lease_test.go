@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
 )
 
@@ -74,5 +75,27 @@ func TestLeaseOptionsRefused(t *testing.T) {
 	_, err := webhook.New(e.store, creditHandler(e.Accounts), func(o *webhook.Options) { o.Lease = &idem.LeaseOptions{Duration: time.Millisecond} })
 	if err == nil || !strings.Contains(err.Error(), "Options.Lease") {
 		t.Errorf("want New to name Options.Lease, got %v", err)
+	}
+}
+
+// TestLeaseContentionIs503: a lease whose UpdateItem meets
+// TransactionConflictException through every retry (another environment
+// committing the same delivery at that moment) is answered 503 with
+// Retry-After, counted InFlight: never "nothing was applied or recorded",
+// which the other environment's commit may have made false.
+func TestLeaseContentionIs503(t *testing.T) {
+	e := newEnv(t)
+	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultTransactionConflict: 1}, Operations: []string{"UpdateItem"}}
+	store := e.newStore(t, idemtest.Client(idemtest.Endpoint(t), faults.Option), func(o *idem.Options) { o.MaxAttempts = 2 })
+	r, err := webhook.New(store, creditHandler(e.Accounts), func(o *webhook.Options) { o.Lease = &idem.LeaseOptions{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sendV2(t, r, delivery{body: creditBody, headers: keyed("k-1")})
+	if got.status != 503 || got.headers["Retry-After"] == "" || strings.Contains(got.body, "nothing was applied") {
+		t.Errorf("want 503 with Retry-After, not a claim that nothing was applied; got %d %v %s", got.status, got.headers, got.body)
+	}
+	if !strings.Contains(e.log.String(), `"outcome":"InFlight"`) {
+		t.Errorf("want the delivery logged InFlight, got %s", e.log.String())
 	}
 }

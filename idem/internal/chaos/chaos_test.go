@@ -23,7 +23,7 @@ var (
 )
 
 const (
-	faultRate  = 0.04 // per kind, per DynamoDB request: 20% in all
+	faultRate  = 0.03 // per kind, per DynamoDB request: 21% in all (seven kinds)
 	accounts   = 8    // credited by both adapters
 	sqsWorkers = 4    // concurrent invokes of up to 10 records, half with BatchTransactions
 	webWorkers = 16   // concurrent webhook senders
@@ -37,11 +37,7 @@ const (
 func TestChaosReplay(t *testing.T) {
 	start := time.Now()
 	tb := newTables(t)
-	faults := &idemtest.Faults{Seed: *seed, Rates: map[idemtest.FaultKind]float64{
-		idemtest.FaultThrottle: faultRate, idemtest.FaultServerError: faultRate,
-		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
-		idemtest.FaultTruncatedResponse: faultRate,
-	}}
+	faults := dynamoFaults()
 	phase := testphase.Start(t, "chaos replay", "%d messages through both adapters, each delivered 1 to 5 times, %.0f%% of DynamoDB requests faulted",
 		*messages, 100*faultShare(faults))
 	var counts outcomes
@@ -170,16 +166,16 @@ func TestChaosReplay(t *testing.T) {
 	}
 	duplicates := counts.get("chaos-credits", idem.Duplicate) + counts.get("chaos-webhook", idem.Duplicate)
 	t.Logf("chaos (seed %d): %d messages (%d SQS, %d webhook), %d deliveries (%d planned + %d after a failure), "+
-		"%d DynamoDB requests, %d faulted (%.1f%%: throttle %d, 5xx %d, reset %d, lost-response %d, truncated-response %d), "+
+		"%d DynamoDB requests, %d faulted (%.1f%%: %v), "+
 		"%d duplicates (%d webhook replays), %d double effects, %d lost messages, %s",
 		*seed, len(msgs), len(sqsMsgs), len(webMsgs), deliveries, planned, redelivered,
 		requests, faulted, 100*float64(faulted)/float64(requests),
-		fc[idemtest.FaultThrottle], fc[idemtest.FaultServerError], fc[idemtest.FaultReset], fc[idemtest.FaultLostResponse], fc[idemtest.FaultTruncatedResponse],
+		fc,
 		duplicates, web.replayed.Load(), double, lost, elapsed.Round(100*time.Millisecond))
 	if n := sqs.gaveUp.Load() + web.gaveUp.Load(); n > 0 {
 		t.Errorf("%d deliveries were given up after %d failures each", n, giveUp)
 	}
-	phase.End("%d messages, %d deliveries, %d DynamoDB requests faulted, %d double, %d lost", len(msgs), deliveries, faulted, double, lost)
+	phase.End("%d messages, %d deliveries, %d DynamoDB requests faulted (%s), %d double, %d lost", len(msgs), deliveries, faulted, contention(fc), double, lost)
 }
 
 // quickRetries keeps the SDK's standard retryer (3 attempts, one

@@ -41,11 +41,7 @@ func TestChaosLease(t *testing.T) {
 	tb := newTables(t)
 	rs := startReceipts(t)
 	rs.SetLatency(2 * time.Millisecond)
-	faults := &idemtest.Faults{Seed: *seed, Rates: map[idemtest.FaultKind]float64{
-		idemtest.FaultThrottle: faultRate, idemtest.FaultServerError: faultRate,
-		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
-		idemtest.FaultTruncatedResponse: faultRate,
-	}}
+	faults := dynamoFaults()
 	phase := testphase.Start(t, "chaos lease", "%d messages calling out under the lease across %d environments, each delivered 1 to 4 times at once, "+
 		"%.0f%% of DynamoDB requests and %.0f%% of receipts calls faulted", *leaseMessages, leaseEnvironments, 100*faultShare(faults), 200*receiptFaultRate)
 	client := idemtest.Client(idemtest.Endpoint(t), faults.Option, quickRetries)
@@ -188,7 +184,7 @@ func TestChaosLease(t *testing.T) {
 		"receipts %+v (faults %v), %d met a live lease, %d fenced, %d double effects, %d lost, %s",
 		*seed, len(msgs), deliveries, len(work), faults.Requests(), faulted, 100*float64(faulted)/float64(max(1, faults.Requests())),
 		st, byFault, heldCount.Load(), fencedN.Load(), double, lost, time.Since(start).Round(100*time.Millisecond))
-	phase.End("%d messages, %d deliveries, %d receipts issued, %d double, %d lost", len(msgs), deliveries, rs.Issued(), double, lost)
+	phase.End("%d messages, %d deliveries, %d DynamoDB requests faulted (%s), %d receipts issued, %d double, %d lost", len(msgs), deliveries, faulted, contention(fc), rs.Issued(), double, lost)
 }
 
 // receiptError is a failed receipts call.

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -82,6 +83,26 @@ func (tb *tables) effect(id, account string, cents int) []types.TransactWriteIte
 }
 
 // faultShare is the share of requests f is set to fault, all kinds.
+// dynamoFaults injects every kind of DynamoDB fault the kit meets, each
+// at faultRate: throttling, server errors, resets, lost and truncated
+// answers, and contention (a transaction cancelled by a conflict on one of
+// its items, a single-item call answered TransactionConflictException or
+// ReplicatedWriteConflictException).
+func dynamoFaults() *idemtest.Faults {
+	rates := map[idemtest.FaultKind]float64{}
+	for _, k := range idemtest.FaultKinds {
+		rates[k] = faultRate
+	}
+	return &idemtest.Faults{Seed: *seed, Rates: rates}
+}
+
+// contention says how many of the faults were contention, for a phase's
+// last line.
+func contention(counts map[idemtest.FaultKind]int) string {
+	return fmt.Sprintf("%d TransactionConflict, %d ReplicatedWriteConflict",
+		counts[idemtest.FaultTransactionConflict], counts[idemtest.FaultReplicatedConflict])
+}
+
 func faultShare(f *idemtest.Faults) float64 {
 	sum := 0.0
 	for _, r := range f.Rates {

@@ -61,11 +61,7 @@ func TestChaosOutbox(t *testing.T) {
 	tb := newTables(t)
 	idemtest.EnableStream(t, tb.client, tb.processed)
 	entries := idemtest.CreateTable(t, tb.client, idemtest.Table{Name: "entries", HashKey: "entry"})
-	dbFaults := &idemtest.Faults{Seed: *seed, Rates: map[idemtest.FaultKind]float64{
-		idemtest.FaultThrottle: faultRate, idemtest.FaultServerError: faultRate,
-		idemtest.FaultReset: faultRate, idemtest.FaultLostResponse: faultRate,
-		idemtest.FaultTruncatedResponse: faultRate,
-	}}
+	dbFaults := dynamoFaults()
 	phase := testphase.Start(t, "chaos outbox", "%d credits, each delivered 1 to 4 times and announced through the outbox, "+
 		"relayed and sent to the ledger in %d rounds, every hop faulted", *outboxCredits, outboxRounds)
 	faulty := idemtest.Client(idemtest.Endpoint(t), dbFaults.Option, quickRetries)
@@ -364,7 +360,7 @@ func TestChaosOutbox(t *testing.T) {
 		*seed, len(msgs), deliveries, hop1.deliveries, hop1.failed, relayed, invokes, killedBefore, killedAfter, redone, reported, hop3.Load(), hop3Failed.Load(),
 		dbFaults.Requests(), dbFaults.Counts(), sqsFaults.Requests(), sqsFaults.Counts(), double, lost, time.Since(start).Round(100*time.Millisecond),
 		hop1Time.Round(100*time.Millisecond), hop2Time.Round(100*time.Millisecond), hop3Time.Round(100*time.Millisecond))
-	phase.End("%d credits, %d deliveries across the hops, %d ledger entries double, %d lost", len(msgs), deliveries, double, lost)
+	phase.End("%d credits, %d deliveries across the hops, DynamoDB faults %s, %d ledger entries double, %d lost", len(msgs), deliveries, contention(dbFaults.Counts()), double, lost)
 }
 
 // drained says whether the queue holds no message, visible or in flight.
