@@ -51,6 +51,10 @@ func (s *Store) cached(msg Message, id Record) (Result, error, bool) {
 // cache's, or the one a coalesced delivery's leader left): a Duplicate,
 // its stored record replayed, or a key reuse.
 func (s *Store) answerFrom(msg Message, id, stored Record) (Result, error) {
+	// The delivery's own bytes: the cache's and a flight's record are
+	// shared by every delivery of the key, and its caller may change its
+	// Result.
+	stored.Response = slices.Clone(stored.Response)
 	res, err := s.meet(id, stored)
 	if err == nil {
 		res.Cached = true
@@ -81,7 +85,8 @@ func newCache(size int) *cache {
 	return &cache{size: size, order: list.New(), byKey: make(map[string]*list.Element, size)}
 }
 
-// get returns key's committed record, if it is cached and unexpired at now.
+// get returns key's committed record, if it is cached and unexpired at
+// now; its Response is the cache's, which nobody may change.
 func (c *cache) get(key string, now time.Time) (Record, bool) {
 	if c == nil {
 		return Record{}, false
@@ -99,9 +104,7 @@ func (c *cache) get(key string, now time.Time) (Record, bool) {
 		return Record{}, false
 	}
 	c.order.MoveToFront(el)
-	out := *rec
-	out.Response = slices.Clone(rec.Response) // a caller may change its copy
-	return out, true
+	return *rec, true // its Response is shared: answerFrom copies it
 }
 
 // put remembers a record DynamoDB holds: one just committed, or the one a
@@ -225,12 +228,11 @@ func (fl *flight) wait(ctx context.Context) (Record, bool, error) {
 // delivery settled it. A delivery that failed leaves nothing known, and
 // its followers run on their own.
 func (fl *flight) land(res Result, err error) {
-	var kr *KeyReuseError
-	switch {
-	case err == nil && res.Record.Key != "":
-		fl.rec, fl.known = res.Record, true
-	case errors.As(err, &kr) && kr.Stored.Outcome != Pending:
-		fl.rec, fl.known = kr.Stored, true
+	if rec, ok := settled(res, err); ok {
+		// A copy: the leader's caller may change its Result once it has
+		// it, while a follower reads this.
+		rec.Response = slices.Clone(rec.Response)
+		fl.rec, fl.known = rec, true
 	}
 	fl.f.mu.Lock()
 	defer fl.f.mu.Unlock()
@@ -275,13 +277,24 @@ func (s *Store) remember(res Result, err error) {
 	if s.cache == nil {
 		return
 	}
+	if rec, ok := settled(res, err); ok {
+		s.cache.put(rec)
+	}
+}
+
+// settled is the claim DynamoDB holds for a key after a delivery of it
+// ended in res, err, when that tells: the one it committed or found, or
+// the claim of another payload a key reuse met. A pending claim may yet be
+// released, and a failure tells nothing.
+func settled(res Result, err error) (Record, bool) {
 	var kr *KeyReuseError
 	switch {
-	case err == nil:
-		s.cache.put(res.Record)
-	case errors.As(err, &kr) && kr.Stored.Outcome != Pending: // a pending claim may yet be released
-		s.cache.put(kr.Stored)
+	case err == nil && res.Record.Key != "":
+		return res.Record, true
+	case errors.As(err, &kr) && kr.Stored.Outcome != Pending:
+		return kr.Stored, true
 	}
+	return Record{}, false
 }
 
 // When a sender's deliveries are mostly duplicates (a redelivery storm, a

@@ -359,6 +359,7 @@ func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
 // settleAgainst settles e, whose key an earlier message of the batch
 // claimed or found claimed as stored, as the claim's condition would have.
 func (b *batchRun) settleAgainst(e *entry, stored Record) {
+	stored.Response = slices.Clone(stored.Response) // the earlier message's Result has the same bytes
 	res, err := b.s.meet(e.rec, stored)
 	b.done(e, res, err)
 }
@@ -369,11 +370,7 @@ func (b *batchRun) done(e *entry, res Result, err error) {
 	}
 	b.out[e.i] = BatchResult{Result: res, Err: err}
 	b.s.remember(res, err)
-	var kr *KeyReuseError
-	switch {
-	case err == nil:
-		b.known[e.rec.Key] = res.Record
-	case errors.As(err, &kr) && kr.Stored.Outcome != Pending:
-		b.known[e.rec.Key] = kr.Stored
+	if rec, ok := settled(res, err); ok {
+		b.known[e.rec.Key] = rec
 	}
 }
