@@ -366,9 +366,12 @@
 // and a delivery made inside a handler is a child of the handler's.
 //
 // The kit depends on the OpenTelemetry API alone, not an SDK. Spans go to
-// [Options.TracerProvider], by default the global one, read at each
-// delivery: with none installed no span is started at all, and tracing
-// costs nothing (make bench states the figures with and without). The
+// [Options.TracerProvider] when one is set, for every delivery. Left nil,
+// the kit uses OpenTelemetry's global provider for a delivery whose
+// context carries a recording span, such as the invoke's span that
+// otellambda's handler wrapper starts, and starts no span at all
+// otherwise, so that tracing costs nothing until a program traces its
+// invokes (make bench states the figures with and without). The
 // reference functions (functions/internal/telemetry) install a small
 // OTLP/HTTP exporter when the standard OTEL_EXPORTER_OTLP_ENDPOINT asks
 // for one, as the ADOT layer's collector does; make local receives their

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemkit/kit/idem/internal/wire"
@@ -113,9 +112,11 @@ type Options struct {
 	Logger *slog.Logger
 
 	// TracerProvider makes the spans of each delivery and of its DynamoDB
-	// calls (see Store.Process). Defaults to OpenTelemetry's global one,
-	// which makes none until a program installs one (an SDK's, or the
-	// ADOT layer's, set with otel.SetTracerProvider).
+	// calls, for every delivery. Defaults to nil: OpenTelemetry's global
+	// provider (otel.SetTracerProvider), used only for a delivery whose
+	// context carries a recording span, such as the invoke's span that
+	// otellambda's handler wrapper starts; without one no span is started,
+	// which costs nothing.
 	TracerProvider trace.TracerProvider
 
 	// Observers are told of every outcome, once, after the Logger's
@@ -193,9 +194,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.TracerProvider == nil {
-		o.TracerProvider = otel.GetTracerProvider()
 	}
 }
 

@@ -71,7 +71,7 @@ type deliveryTrace struct {
 // message's place in a batch (hook.WithBatchSpans), or -1. Nil when no
 // span is recorded.
 func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (context.Context, *deliveryTrace) {
-	if !s.tracing() {
+	if !s.tracing(ctx) {
 		if hook.Delivery(ctx) != nil { // inside another delivery's handler: not its calls
 			ctx = hook.WithDelivery(ctx, (*deliveryTrace)(nil))
 		}

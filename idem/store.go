@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -80,7 +81,13 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 	if o.Attributes.SortKey != "" {
 		keyNames = sortedNames(map[string]bool{o.Attributes.Key: true, o.Attributes.SortKey: true})
 	}
+	tp := o.TracerProvider
+	if tp == nil {
+		// The global provider's tracer forwards to the one a program
+		// installs, even after New.
+		tp = otel.GetTracerProvider()
+	}
 	return &Store{client: client, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r,
-		tracer: o.TracerProvider.Tracer(tracerName), keyNames: keyNames,
+		tracer: tp.Tracer(tracerName), keyNames: keyNames,
 		claimNames: map[string]string{"#k": o.Attributes.Key, "#e": o.Attributes.ExpiresAt}}, nil
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -43,32 +41,22 @@ const (
 	attrToken   = attribute.Key("idem.lease.token")
 )
 
-// unsetGlobal is OpenTelemetry's global TracerProvider as it is until one
-// is installed (otel.SetTracerProvider): it hands out tracers that forward
-// to the one installed later, and until then start no-op spans. Nil if
-// something installed one before this package's init.
-var unsetGlobal = func() trace.TracerProvider {
-	tp := otel.GetTracerProvider()
-	if reflect.TypeOf(tp).String() != "*global.tracerProvider" {
-		return nil
-	}
-	return tp
-}()
-
-// tracing reports whether a TracerProvider is installed now: a delivery's
-// spans, and the attributes adapters gather for them, are then worth
-// their cost.
-func (s *Store) tracing() bool {
-	switch tp := s.opts.TracerProvider; {
-	case tp == unsetGlobal:
-		return otel.GetTracerProvider() != unsetGlobal
-	case reflect.TypeOf(tp) == noopType:
+// tracing reports whether a delivery given ctx is traced, by the rule on
+// Options.TracerProvider: with one set, always (but for OpenTelemetry's
+// no-op provider, which would record nothing); with none, the global one
+// while ctx carries a recording span, such as an invoke's under
+// otellambda. Reading the context costs nothing, so with no provider
+// installed a delivery starts no span, not even a no-op one, and its
+// adapter gathers no attributes for one.
+func (s *Store) tracing(ctx context.Context) bool {
+	switch s.opts.TracerProvider.(type) {
+	case nil:
+		return trace.SpanFromContext(ctx).IsRecording()
+	case noop.TracerProvider, *noop.TracerProvider:
 		return false
 	}
 	return true
 }
-
-var noopType = reflect.TypeFor[noop.TracerProvider]()
 
 // call starts a DynamoDB call's span, as OpenTelemetry names an AWS SDK
 // call: "DynamoDB.<operation>", with the tables a transaction's items

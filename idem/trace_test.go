@@ -227,12 +227,14 @@ func TestReadFirstSpan(t *testing.T) {
 	}
 }
 
-// TestProviders: the global TracerProvider is read at each delivery, so
-// one installed after New traces; a no-op one, or a sampler that drops the
-// delivery, records nothing, its calls' spans included.
+// TestProviders: the rule on Options.TracerProvider. Left nil, the global
+// provider traces a delivery whose context carries a recording span (an
+// invoke's, as otellambda starts it), one installed after New included,
+// and nothing otherwise; one set traces every delivery; a no-op one, or a
+// sampler that drops the delivery, records nothing, its calls' spans
+// included.
 func TestProviders(t *testing.T) {
-	ctx := context.Background()
-	deliver := func(t *testing.T, s *idem.Store, id string) {
+	deliver := func(t *testing.T, ctx context.Context, s *idem.Store, id string) {
 		t.Helper()
 		if _, err := s.Process(ctx, idem.Message{ID: id, Source: "s"}, func(context.Context, idem.Message) (idem.Effect, error) {
 			return idem.Effect{}, nil
@@ -240,21 +242,46 @@ func TestProviders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Run("the global one, installed after New", func(t *testing.T) {
+	global := func(t *testing.T) (*idem.Store, *tracetest.SpanRecorder, trace.TracerProvider) {
 		e := newEnv(t) // no TracerProvider: the global one
 		tp, rec := spansOf()
-		otel.SetTracerProvider(tp)
+		otel.SetTracerProvider(tp) // after New
 		t.Cleanup(func() { otel.SetTracerProvider(tracenoop.NewTracerProvider()) })
-		deliver(t, e.store, "g-1")
+		return e.store, rec, tp
+	}
+	t.Run("the global one, inside an invoke's span", func(t *testing.T) {
+		store, rec, tp := global(t)
+		ctx, invoke := tp.Tracer("otellambda").Start(context.Background(), "invoke")
+		deliver(t, ctx, store, "g-1")
+		invoke.End()
+		if n := len(rec.Ended()); n != 3 {
+			t.Errorf("%d spans, want the invoke's, the delivery's and its transaction's", n)
+		}
+	})
+	t.Run("the global one, no span in the context", func(t *testing.T) {
+		store, rec, _ := global(t)
+		deliver(t, context.Background(), store, "g-2")
+		if n := len(rec.Ended()) + len(rec.Started()); n != 0 {
+			t.Errorf("%d spans for a delivery whose context carries none", n)
+		}
+	})
+	t.Run("set in the options, no span in the context", func(t *testing.T) {
+		tp, rec := spansOf()
+		e := newEnv(t, func(o *idem.Options) { o.TracerProvider = tp })
+		deliver(t, context.Background(), e.store, "o-1")
 		if n := len(rec.Ended()); n != 2 {
 			t.Errorf("%d spans, want the delivery's and its transaction's", n)
 		}
+	})
+	t.Run("a no-op one", func(t *testing.T) {
+		e := newEnv(t, func(o *idem.Options) { o.TracerProvider = tracenoop.NewTracerProvider() })
+		deliver(t, context.Background(), e.store, "x-1") // nothing to record: it must not fail
 	})
 	t.Run("sampled out", func(t *testing.T) {
 		rec := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.NeverSample()))
 		e := newEnv(t, func(o *idem.Options) { o.TracerProvider = tp })
-		deliver(t, e.store, "n-1")
+		deliver(t, context.Background(), e.store, "n-1")
 		if n := len(rec.Ended()) + len(rec.Started()); n != 0 {
 			t.Errorf("%d spans recorded for a delivery sampled out", n)
 		}

@@ -60,7 +60,7 @@ func (c *consumer) runWaves(ctx, work context.Context, recs []events.SQSMessage,
 			continue
 		}
 		bctx := work
-		if c.door.Tracing() {
+		if c.door.Tracing(work) {
 			spans := make([]hook.Span, len(idx))
 			for j, i := range idx {
 				spans[j] = span(recs[i])

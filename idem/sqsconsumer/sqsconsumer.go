@@ -238,7 +238,7 @@ func (c *consumer) processRecord(ctx context.Context, rec events.SQSMessage) err
 	if err != nil {
 		return err
 	}
-	if c.door.Tracing() {
+	if c.door.Tracing(ctx) {
 		ctx = hook.WithSpan(ctx, span(rec))
 	}
 	_, err = c.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {

@@ -57,7 +57,7 @@ func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventReco
 			return err
 		}
 		// OpenTelemetry's FaaS conventions: a datasource trigger, the table.
-		if door.Tracing() {
+		if door.Tracing(ctx) {
 			ctx = hook.WithSpan(ctx, hook.Span{Name: "process " + TableName(rec.EventSourceArn), Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
 				attribute.String("faas.trigger", "datasource"), attribute.String("faas.document.collection", TableName(rec.EventSourceArn)),
 				attribute.String("faas.document.operation", documentOperation[rec.EventName]), attribute.String("messaging.message.id", rec.EventID)}})

@@ -230,7 +230,7 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 			stored, err = decodeResponse(rec.Response)
 			return err
 		}}
-	if r.door.Tracing() {
+	if r.door.Tracing(ctx) {
 		ctx = hook.WithSpan(ctx, span(req))
 	}
 	res, err := r.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {

@@ -26,7 +26,7 @@ type hooks interface {
 	ClaimKey(s *idem.Store, msg idem.Message) string
 	Decode(s *idem.Store, item map[string]types.AttributeValue) idem.Record
 	OutboxKey(s *idem.Store, id string) string
-	Tracing(s *idem.Store) bool
+	Tracing(ctx context.Context, s *idem.Store) bool
 }
 
 func kit() hooks { return hook.Idem.(hooks) }
@@ -87,9 +87,10 @@ func (d *Door) Refuse(ctx context.Context, msg idem.Message, err error) {
 // CheckSource says why source cannot be a message's Source on the Store.
 func (d *Door) CheckSource(source string) error { return kit().CheckSource(d.Store, source) }
 
-// Tracing reports whether a TracerProvider is installed: only then is a
-// delivery's span worth naming (hook.WithSpan).
-func (d *Door) Tracing() bool { return kit().Tracing(d.Store) }
+// Tracing reports whether a delivery given ctx is traced (the rule on
+// idem.Options.TracerProvider): only then is its span worth naming
+// (hook.WithSpan).
+func (d *Door) Tracing(ctx context.Context) bool { return kit().Tracing(ctx, d.Store) }
 
 // Now is the Store's clock.
 func (d *Door) Now() time.Time { return kit().Now(d.Store) }
