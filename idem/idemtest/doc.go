@@ -33,15 +33,20 @@
 // EventBridgeEvent, StreamRecord and DynamoDBEvent, and Received for a
 // message a test received from a local queue. Replay and
 // ReplayConcurrently hand one event to any of the kit's handlers n times
-// and return what each delivery returned; Outcomes (Env.Outcomes, for the
-// Stores Env.Store builds) counts what the Store made of them.
+// and return what each delivery returned (Deliver takes the Mode, for a
+// table test of both); ReplayAcross hands it at once to handlers built
+// each around a Store of its own (Env.Environments), as a function's
+// separate execution environments meet in DynamoDB. Outcomes
+// (Env.Outcomes, for the Stores Env.Store and Env.Environments build)
+// counts what the Stores made of them.
 //
 // Beside them: the endpoint and tables (Endpoint, Client, CreateTable,
 // ProcessedTable; Start for a runnable Example, which has no testing.TB),
 // what the tables hold (Balance, Claims, Outbox, Number, ItemCount), a
 // CallCounter of DynamoDB calls by operation, Faults that inject
-// throttling, 5xx answers, resets and lost or truncated answers beneath
-// the SDK's retries, EMF to read the metrics a Store wrote, the
+// throttling, 5xx answers, resets, lost or truncated answers and
+// contention (transaction conflicts, a global table's write conflicts)
+// beneath the SDK's retries, EMF to read the metrics a Store wrote, the
 // signatures webhook senders compute (HMACSignature, StripeSignature), a
 // table's stream as Lambda reads it (StreamRecords), and
 // CheckJSONRoundTrip for event files.

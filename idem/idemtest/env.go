@@ -83,6 +83,25 @@ func (e *Env) Store(tb testing.TB, optFns ...func(*idem.Options)) *idem.Store {
 	return s
 }
 
+// Environments are n Stores on the Env's processed-ids table, each with a
+// DynamoDB client of its own (its own connections), as n Lambda execution
+// environments of one function are: nothing in one process is shared
+// between them, so their deliveries of one message race in DynamoDB.
+// Outcomes counts them all, and Calls their calls; optFns are as for
+// Store. Build a handler around each and hand them to ReplayAcross.
+func (e *Env) Environments(tb testing.TB, n int, optFns ...func(*idem.Options)) []*idem.Store {
+	tb.Helper()
+	stores := make([]*idem.Store, n)
+	for i := range stores {
+		s, err := idem.New(Client(Endpoint(tb), e.Calls.Option), e.Processed, append(optFns, e.Outcomes.Option)...)
+		if err != nil {
+			tb.Fatalf("idemtest: %v", err)
+		}
+		stores[i] = s
+	}
+	return stores
+}
+
 // Balance is the "balance" of account in the Env's accounts table, 0 when
 // the item or attribute is absent.
 func (e *Env) Balance(tb testing.TB, account string) int64 {

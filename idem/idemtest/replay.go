@@ -75,6 +75,63 @@ func ReplayConcurrently[E, R any](ctx context.Context, n int, handle func(contex
 	return out
 }
 
+// Mode is how a sender repeats a delivery, for a table test that runs a
+// handler both ways without naming Replay's type parameters:
+//
+//	for _, mode := range []idemtest.Mode{idemtest.OneAfterAnother, idemtest.AtOnce} {
+//		ds := idemtest.Deliver(ctx, mode, 3, handle, idemtest.SQSEvent(msg))
+//		…
+//	}
+type Mode int
+
+const (
+	// OneAfterAnother is Replay: a redelivery after each answer.
+	OneAfterAnother Mode = iota
+	// AtOnce is ReplayConcurrently: every delivery at the same time, in
+	// one process.
+	AtOnce
+)
+
+func (m Mode) String() string {
+	switch m {
+	case OneAfterAnother:
+		return "one after another"
+	case AtOnce:
+		return "at once"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Deliver is Replay or ReplayConcurrently, as mode says; an unknown mode
+// is Replay.
+func Deliver[E, R any](ctx context.Context, mode Mode, n int, handle func(context.Context, E) (R, error), event E) []Delivery[R] {
+	if mode == AtOnce {
+		return ReplayConcurrently(ctx, n, handle, event)
+	}
+	return Replay(ctx, n, handle, event)
+}
+
+// ReplayAcross hands event to each of handles at once, one delivery each,
+// and returns what each returned, in handles' order. Built each around a
+// Store of its own (Env.Environments), the handles are separate Lambda
+// execution environments: their deliveries meet only in DynamoDB, as a
+// function's concurrent environments do, where ReplayConcurrently's, in
+// one process, meet first in the Store, which coalesces them.
+func ReplayAcross[E, R any](ctx context.Context, handles []func(context.Context, E) (R, error), event E) []Delivery[R] {
+	out := make([]Delivery[R], len(handles))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, handle := range handles {
+		wg.Go(func() {
+			<-start
+			out[i].Response, out[i].Err = handle(ctx, event)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
 // Outcomes counts what a Store made of each delivery, by outcome: an
 // idem.Observer to add with Option.
 //
