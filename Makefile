@@ -11,7 +11,13 @@ CFN_LINT ?= $(PYTHON) -c 'import sys; from cfnlint.runner import main; sys.exit(
 LAMBDA_GOOS   ?= linux
 LAMBDA_GOARCH ?= arm64
 # -s -w drop the symbol table and DWARF: a third of the binary, and of its cold start.
-LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+# The functions are a module of their own (functions/go.mod): built from there.
+LAMBDA_BUILD   = CGO_ENABLED=0 GOOS=$(LAMBDA_GOOS) GOARCH=$(LAMBDA_GOARCH) $(GO) build -C functions -tags lambda.norpc -trimpath -ldflags='-s -w'
+
+# The repository's modules: the library (the root), the reference functions
+# and the tooling (idem/cmd), each with its own go.mod, so that a user of
+# the library gets none of the others' requirements.
+MODULES = . functions idem/cmd
 
 # Flags for `make local` / `make demo`, e.g. LOCAL_FLAGS='-api-addr 127.0.0.1:3001 -instances 4',
 # or LOCAL_FLAGS='-max-concurrency 8': each function as on Lambda Managed
@@ -24,19 +30,19 @@ LOCAL_FLAGS ?=
 # (template.yaml, UseManagedInstances): the same build.
 build-QueueFunction build-ManagedQueueFunction:
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make $@ ARTIFACTS_DIR=out))
-	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/queue
+	$(LAMBDA_BUILD) -o $(abspath $(ARTIFACTS_DIR))/bootstrap ./queue
 
 build-WebhookFunction build-ManagedWebhookFunction:
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make $@ ARTIFACTS_DIR=out))
-	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/webhook
+	$(LAMBDA_BUILD) -o $(abspath $(ARTIFACTS_DIR))/bootstrap ./webhook
 
 build-LedgerFunction:
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-LedgerFunction ARTIFACTS_DIR=out))
-	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/ledger
+	$(LAMBDA_BUILD) -o $(abspath $(ARTIFACTS_DIR))/bootstrap ./ledger
 
 build-RelayFunction:
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it, or run make build-RelayFunction ARTIFACTS_DIR=out))
-	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/relay
+	$(LAMBDA_BUILD) -o $(abspath $(ARTIFACTS_DIR))/bootstrap ./relay
 
 # moto is the local DynamoDB- and SQS-compatible server the tests run against
 # (through idem/internal/localdynamo). Installed when missing.
@@ -62,26 +68,32 @@ lint-template: tools
 # go.mod: a user's module graph gets nothing of it).
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-# go test through gotest (idem/internal/testphase): go test's own lines, and
-# the long tests' phase lines as they run, which plain go test ./... shows
-# only with -v, all of every package's log, once each package has ended.
-# staticcheck runs meanwhile (its output after the tests'): the long tests
-# mostly wait on their servers, and its minute and a half fits in there.
-test: moto lint-template
-	$(GO) vet ./...
-	$(GO) build -o bin/gotest ./idem/internal/testphase/gotest
-	@mkdir -p bin; echo '$(STATICCHECK) ./... (beside the tests)'; \
-	$(STATICCHECK) ./... > bin/staticcheck.out 2>&1 & sc=$$!; \
-	bin/gotest -go $(GO) -race -count=1 ./...; rc=$$?; \
-	wait $$sc; scrc=$$?; cat bin/staticcheck.out; \
-	if [ $$scrc -ne 0 ]; then echo "staticcheck failed"; exit 1; fi; exit $$rc
+# go test through gotest (idem/cmd/internal/testphase): go test's own
+# lines, and the long tests' phase lines as they run, which plain go test
+# ./... shows only with -v, all of every package's log, once each package
+# has ended; the three modules' tests at once. staticcheck runs meanwhile
+# (its output after the tests'): the long tests mostly wait on their
+# servers, and its minute and a half fits in there. Every step runs
+# whatever another's result, and the last line says what passed or what
+# failed.
+test: moto tools
+	@mkdir -p bin; failed=""; \
+	for m in $(MODULES); do echo "$(GO) vet ./... (in $$m)"; $(GO) -C $$m vet ./... || failed="$$failed vet($$m)"; done; \
+	$(GO) build -C idem/cmd -o $(CURDIR)/bin/gotest ./internal/testphase/gotest || failed="$$failed gotest"; \
+	echo '$(STATICCHECK) ./... (in each module, beside the tests)'; \
+	( rc=0; for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || rc=1; done; exit $$rc ) > bin/staticcheck.out 2>&1 & sc=$$!; \
+	bin/gotest -go $(GO) $(foreach m,$(MODULES),-C $(m)) -race -count=1 ./... || failed="$$failed tests"; \
+	wait $$sc || failed="$$failed staticcheck"; cat bin/staticcheck.out; \
+	$(MAKE) --no-print-directory lint-template || failed="$$failed template.yaml"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: passed: vet, staticcheck and the tests of the library, the functions and the tooling, template.yaml's checks"
 
 # Each fuzz target for a bounded time (FUZZTIME each); their seed corpora
 # (testdata/fuzz) already run in make test.
 FUZZTIME ?= 20s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./functions/internal/credit
-	$(GO) test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME) ./functions/queue/internal/handler
+	$(GO) test -C functions -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/credit
+	$(GO) test -C functions -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME) ./queue/internal/handler
 	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./idem/sqsconsumer
 	$(GO) test -run '^$$' -fuzz '^FuzzBatch$$' -fuzztime $(FUZZTIME) ./idem/sqsconsumer
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./idem/webhook
@@ -108,17 +120,18 @@ fuzz:
 # sweep, coalesce, cpu, coldstarts, lease, outbox).
 BENCH_FLAGS ?=
 bench: moto
-	$(GO) run ./idem/cmd/idem-bench -go $(GO) -out idem/cmd/idem-bench/RESULTS.md -benchout idem/cmd/idem-bench/bench.txt $(BENCH_FLAGS)
+	$(GO) build -C idem/cmd -o $(CURDIR)/bin/idem-bench ./idem-bench
+	bin/idem-bench -go $(GO) -out idem/cmd/idem-bench/RESULTS.md -benchout idem/cmd/idem-bench/bench.txt $(BENCH_FLAGS)
 
 # The application on this machine, without Docker: local DynamoDB and SQS,
 # each function under the Lambda Runtime Interface Emulator, the HTTP API on
 # 127.0.0.1:3000, the SQS event source mapping. Ctrl-C stops it all.
 local: moto
-	$(GO) build -o bin/idem-local ./idem/cmd/idem-local
+	$(GO) build -C idem/cmd -o $(CURDIR)/bin/idem-local ./idem-local
 	exec bin/idem-local $(LOCAL_FLAGS)
 
 # `make local`, then every message of events/ delivered three times, and the
 # balances: one effect per message.
 demo: moto
-	$(GO) build -o bin/idem-local ./idem/cmd/idem-local
+	$(GO) build -C idem/cmd -o $(CURDIR)/bin/idem-local ./idem-local
 	exec bin/idem-local -demo -quiet $(LOCAL_FLAGS)

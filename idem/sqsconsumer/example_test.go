@@ -3,14 +3,11 @@ package sqsconsumer_test
 import (
 	"context"
 	"fmt"
-	"log"
 	"log/slog"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -20,30 +17,49 @@ import (
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
-// A Lambda function consuming a queue whose bodies are amounts in cents,
-// each added once to one account's balance. (Compiled, not run: it needs
-// AWS.)
+// A queue whose bodies are amounts in cents, each added once to one
+// account's balance. In a function's main the client is
+// dynamodb.NewFromConfig(cfg) and h goes to lambda.Start(h); here a local
+// DynamoDB stands in, and the batch comes twice, as SQS redelivers it.
 func ExampleNew() {
-	cfg, err := config.LoadDefaultConfig(context.Background())
+	ctx := context.Background()
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
-	store, err := idem.New(dynamodb.NewFromConfig(cfg), "processed-ids")
+	store, err := idem.New(env.Client, env.Processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	h, err := sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
 		cents, err := strconv.ParseInt(rec.Body, 10, 64)
 		if err != nil {
 			return idem.Effect{}, fmt.Errorf("body %q is not a whole number of cents", rec.Body)
 		}
-		w, err := idem.Update("accounts", map[string]string{"account": "acc-9"}, expression.Add(expression.Name("balance"), expression.Value(cents)))
+		w, err := idem.Update(env.Accounts, map[string]string{"account": "acc-9"}, expression.Add(expression.Name("balance"), expression.Value(cents)))
 		return idem.Effect{Writes: []types.TransactWriteItem{w}}, err
 	}, func(o *sqsconsumer.Options) { o.Concurrency = 5 })
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
-	lambda.Start(h)
+	const queue = "arn:aws:sqs:us-east-1:123456789012:credits"
+	batch := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", Body: "500", EventSourceARN: queue},
+		{MessageId: "m-2", Body: "250", EventSourceARN: queue},
+		{MessageId: "m-3", Body: "a lot", EventSourceARN: queue},
+	}}
+	for range 2 {
+		resp, err := h(ctx, batch)
+		fmt.Println("retry:", resp.BatchItemFailures, err)
+	}
+	out, _ := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(env.Accounts), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: "acc-9"}}})
+	fmt.Println("balance", out.Item["balance"].(*types.AttributeValueMemberN).Value)
+	// Output:
+	// retry: [{m-3}] <nil>
+	// retry: [{m-3}] <nil>
+	// balance 750
 }
 
 func ExampleDefaultKey() {

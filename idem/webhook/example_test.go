@@ -3,23 +3,16 @@ package webhook_test
 import (
 	"context"
 	"fmt"
-	"log"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/webhook"
-	"github.com/idemkit/kit/idem/webhook/secrets"
 )
 
 func ExampleStripeVerifier() {
@@ -48,30 +41,42 @@ func ExampleIdempotencyKey() {
 	// evt_001 <nil>
 }
 
-// A Stripe receiver in a function's main: verify, key on the event id,
-// describe the effect, answer. (Compiled, not run: it needs AWS.)
+// A Stripe receiver: the signature verified, the key the event's id, the
+// effect described, the answer stored and replayed. In a function's main
+// the client is dynamodb.NewFromConfig(cfg), the secret comes from
+// secrets.Env{Parameters: ssm.NewFromConfig(cfg)}.Load(ctx,
+// "STRIPE_WEBHOOK_SECRET"), and the Mux's HandleV2 goes to lambda.Start;
+// here a local DynamoDB stands in, and Stripe's retry comes after a
+// delivery signed with another secret.
 func ExampleNew() {
 	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
-	store, err := idem.New(dynamodb.NewFromConfig(cfg), os.Getenv("PROCESSED_TABLE"))
+	store, err := idem.New(env.Client, env.Processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
 	if err != nil {
-		log.Fatal(err)
-	}
-	stripe, err := secrets.Env{Parameters: ssm.NewFromConfig(cfg)}.Load(ctx, "STRIPE_WEBHOOK_SECRET")
-	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	r, err := webhook.New(store, func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
 		resp, err := webhook.JSON(200, map[string]string{"received": req.Key})
 		return resp, idem.Effect{}, err
-	}, webhook.Stripe(stripe...))
+	}, webhook.Stripe("whsec_test"))
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
-	lambda.Start(webhook.Mux{"POST /webhooks/stripe": r}.HandleV2)
+	mux := webhook.Mux{"POST /webhooks/stripe": r}
+	body := `{"id":"evt_1","type":"payment_intent.succeeded","created":1750000000}`
+	for _, secret := range []string{"whsec_forged", "whsec_test", "whsec_test"} {
+		sig := idemtest.StripeSignature(secret, time.Now(), []byte(body))
+		resp, _ := mux.HandleV2(ctx, idemtest.HTTPRequest("POST", "/webhooks/stripe", body, map[string]string{"Stripe-Signature": sig}))
+		fmt.Printf("%d replayed=%v %s\n", resp.StatusCode, resp.Headers["Idempotent-Replayed"] == "true", resp.Body)
+	}
+	// Output:
+	// 401 replayed=false {"type":"about:blank","title":"Unauthorized","status":401,"detail":"signature not verified: no v1 in Stripe-Signature matches a configured secret"}
+	// 200 replayed=false {"received":"evt_1"}
+	// 200 replayed=true {"received":"evt_1"}
 }
 
 // A credits webhook whose body is decoded into a struct: the first

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/kit/idem/cmd/internal/localstack"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
-	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
 // coldStart is one function's line of the cold-start table.

@@ -19,15 +19,18 @@ import (
 // goBenchmarks are the Go benchmarks the run includes: the kit's CPU cost
 // with DynamoDB answered in-process, and the local server's transaction
 // latency by table size.
+// Each package is in the module at dir (relative to the repository's
+// root, where idem-bench runs): the library's, or the tooling's for the
+// tracing benchmark, which records with OpenTelemetry's SDK.
 var goBenchmarks = []struct {
-	pkg, run string
-	kit      bool // a CPU cost of the kit's own, on one core
+	dir, pkg, run string
+	kit           bool // a CPU cost of the kit's own, on one core
 }{
-	{"./idem", "^BenchmarkProcess$", true},
-	{"./idem", "^BenchmarkTracing$", true},
-	{"./idem/sqsconsumer", "^BenchmarkSQSAdapter", true},
-	{"./idem/webhook", "^BenchmarkWebhook$", true},
-	{"./idem/internal/localdynamo", "^BenchmarkTransactWriteItems$", false},
+	{".", "./idem", "^BenchmarkProcess$", true},
+	{"idem/cmd", "./internal/tests/traces", "^BenchmarkTracing$", true},
+	{".", "./idem/sqsconsumer", "^BenchmarkSQSAdapter", true},
+	{".", "./idem/webhook", "^BenchmarkWebhook$", true},
+	{".", "./idem/internal/localdynamo", "^BenchmarkTransactWriteItems$", false},
 }
 
 // benchResult is one benchmark's medians over its -count runs.
@@ -67,6 +70,7 @@ func runGoBenchmarks(ctx context.Context, endpoint, benchtime string, count int,
 			args = append(args, "-cpu", "1")
 		}
 		cmd := exec.CommandContext(ctx, goCmd, append(args, gb.pkg)...)
+		cmd.Dir = gb.dir
 		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_DYNAMODB="+endpoint)
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(&buf, raw), os.Stderr
@@ -76,7 +80,9 @@ func runGoBenchmarks(ctx context.Context, endpoint, benchtime string, count int,
 		results := parseBench(buf.Bytes(), gb.kit)
 		if gb.kit {
 			bin := filepath.Join(dir, fmt.Sprint(n, ".test"))
-			if err := exec.CommandContext(ctx, goCmd, "test", "-c", "-o", bin, gb.pkg).Run(); err != nil {
+			build := exec.CommandContext(ctx, goCmd, "test", "-c", "-o", bin, gb.pkg)
+			build.Dir = gb.dir
+			if err := build.Run(); err != nil {
 				return nil, fmt.Errorf("go test -c %s: %w", gb.pkg, err)
 			}
 			for i := range results {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/idemkit/kit/idem/internal/localstack"
+	"github.com/idemkit/kit/idem/cmd/internal/localstack"
 	"github.com/idemkit/kit/idem/internal/wire"
 )
 

@@ -1,6 +1,6 @@
 // Command idem-local runs the SAM application in template.yaml on this
 // machine, without Docker or an AWS account: `make local`, and `make demo`.
-// The library behind it is idem/internal/localstack; no function links
+// The library behind it is idem/cmd/internal/localstack; no function links
 // either.
 //
 //	idem-local [flags]            run the stack until Ctrl-C or SIGTERM
@@ -37,7 +37,7 @@
 //     takes one invoke at a time, so each function queues its invokes and
 //     starts up to -instances emulators on demand, like Lambda's execution
 //     environments;
-//  4. serves the local receipts service (idem/internal/receipts), a stand-in
+//  4. serves the local receipts service (idem/cmd/internal/receipts), a stand-in
 //     for a payment API that honours Idempotency-Key for 24 hours, and gives
 //     its URL as RECEIPTS_URL, so each credit runs under the kit's lease;
 //  5. serves the HttpApi routes on 127.0.0.1:3000, each request turned into
@@ -74,7 +74,7 @@
 //	    -H 'X-Signature: sha256=9c1e7ab81b4b5a30de76d2befa7def54d30d8d346e0adeed172f4e4cb01a2061' \
 //	    -d '{"id":"evt_001","account":"acc-9","cents":500}'
 //	Or through the queue, another sender with keys of its own (repeat it: the balance moves once):
-//	  go run ./idem/cmd/idem-local send -n 3 '{"id":"evt_002","account":"acc-9","cents":250}'
+//	  bin/idem-local send -n 3 '{"id":"evt_002","account":"acc-9","cents":250}'
 //	  …
 //
 // Send the curl line three times: three 200s with the same body and one
@@ -213,11 +213,11 @@
 //	aws ssm put-parameter --type SecureString --name /idemkit/stripe-webhook-secret --value whsec_local_test
 //	sam local invoke WebhookFunction -e events/apigw-credits.json --env-vars events/env.json --docker-network host
 //	# A Stripe signature expires after 5 minutes: sign the stored event again first.
-//	go run ./functions/webhook/internal/signevent < events/apigw-stripe.json > /tmp/stripe.json
+//	go run -C functions ./webhook/internal/signevent < events/apigw-stripe.json > /tmp/stripe.json
 //	sam local invoke WebhookFunction -e /tmp/stripe.json --env-vars events/env.json --docker-network host
 //
 // If those parameters hold real secrets, sign the events with them instead
-// (go run ./functions/webhook/internal/signevent -scheme hmac -secret … <
+// (go run -C functions ./webhook/internal/signevent -scheme hmac -secret … <
 // events/apigw-credits.json). --docker-network host needs Linux, or Docker
 // Desktop with host networking turned on; otherwise set
 // AWS_ENDPOINT_URL_DYNAMODB in events/env.json to

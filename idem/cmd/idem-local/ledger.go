@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/kit/idem/internal/localstack"
+	"github.com/idemkit/kit/idem/cmd/internal/localstack"
 )
 
 // ledgerTable is the table keyed by "entry" (LedgerTable), or nil.

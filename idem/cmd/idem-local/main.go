@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemkit/kit/idem/cmd/internal/localstack"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
 // Local secret values, used when the environment sets none; the template
@@ -238,7 +238,7 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 		// The local servers take any credentials, and the AWS CLI wants some.
 		fmt.Fprintf(w, "  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws --endpoint-url %s --region %s sqs send-message --queue-url %s \\\n    --message-body '%s' \\\n    --message-attributes 'IdempotencyKey={DataType=String,StringValue=evt_002}'\n",
 			s.SQSEndpoint, s.Options.Region, p.Queue.URL, body)
-		fmt.Fprintf(w, "  go run ./idem/cmd/idem-local send -n 3 '%s'\n", body)
+		fmt.Fprintf(w, "  bin/idem-local send -n 3 '%s'\n", body)
 	}
 	fmt.Fprintf(w, "  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws --endpoint-url %s --region %s dynamodb scan --table-name %s\n", s.DynamoDBEndpoint, s.Options.Region, firstTable(s, "AccountsTable"))
 	fmt.Fprintf(w, "\nCtrl-C stops everything.\n\n")

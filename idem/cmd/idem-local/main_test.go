@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/kit/idem/cmd/internal/localstack"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localstack"
 )
 
 func TestMain(m *testing.M) {
@@ -43,7 +43,7 @@ func goBuild(t *testing.T, out, pkg string) {
 func TestSignalStopsEverything(t *testing.T) {
 	dir := t.TempDir()
 	echo := filepath.Join(dir, "echo", "bootstrap")
-	goBuild(t, echo, "../../internal/localstack/testdata/echo")
+	goBuild(t, echo, "../internal/localstack/testdata/echo")
 	tmpl, err := localstack.ReadTemplate("../../../template.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/kit/idem/internal/localstack"
-	"github.com/idemkit/kit/idem/internal/receipts"
+	"github.com/idemkit/kit/idem/cmd/internal/localstack"
+	"github.com/idemkit/kit/idem/cmd/internal/receipts"
 )
 
 // TestPrintReceipts: the demo's ledger prints what there is, whether the

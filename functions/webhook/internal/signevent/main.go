@@ -2,7 +2,7 @@
 // now: a Stripe signature carries its time and is refused 5 minutes later,
 // so a stored Stripe event must be signed again before each use.
 //
-//	go run ./functions/webhook/internal/signevent < events/apigw-stripe.json > /tmp/stripe.json
+//	go run -C functions ./webhook/internal/signevent < events/apigw-stripe.json > /tmp/stripe.json
 //	sam local invoke WebhookFunction -e /tmp/stripe.json
 //
 // -scheme stripe (the default) sets Stripe-Signature; -scheme hmac sets

@@ -1,0 +1,8 @@
+// Package layout tests the repository's shape: three modules, each with
+// what it is for. The library (the root module: idem and its packages)
+// needs nothing of the tooling's or the tests' modules, as a user's module
+// graph shows it; the reference functions (functions/) and the tooling
+// (idem/cmd: commands, the local stack, the benchmarks, the test-only
+// packages under internal/tests) are modules of their own. Its tests are
+// its whole content.
+package layout

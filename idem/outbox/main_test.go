@@ -1,0 +1,9 @@
+package outbox_test
+
+import (
+	"testing"
+
+	"github.com/idemkit/kit/idem/idemtest"
+)
+
+func TestMain(m *testing.M) { idemtest.Main(m) }
