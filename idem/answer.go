@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"errors"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -413,17 +412,16 @@ func sameMessage(stored, rec Record) bool {
 }
 
 // replay runs msg.Replay on a Duplicate's stored record.
-func replay(msg Message, key string, stored Record) (err error) {
+func replay(msg Message, key string, stored Record) error {
 	if msg.Replay == nil {
 		return nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Key: key, Callback: "Message.Replay", Value: v, Stack: debug.Stack()}
-		}
-	}()
-	if err := msg.Replay(stored); err != nil {
-		return &ReplayError{Key: key, Err: err}
+	var rerr error
+	if err := recoverPanic(key, "Message.Replay", func() error { rerr = msg.Replay(stored); return nil }); err != nil {
+		return err
+	}
+	if rerr != nil {
+		return &ReplayError{Key: key, Err: rerr}
 	}
 	return nil
 }

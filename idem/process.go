@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // One delivery's way through the Store, a file a step, each calling the
@@ -66,20 +66,20 @@ type deliveryTrace struct {
 }
 
 // startDelivery starts msg's span: named and attributed by the adapter
-// that received it (hook.WithSpan), else "process <source>", a child of the
+// that received it (seam.WithSpan), else "process <source>", a child of the
 // message's own trace context when the adapter read one; batch is the
-// message's place in a batch (hook.WithBatchSpans), or -1. Nil when no
+// message's place in a batch (seam.WithBatchSpans), or -1. Nil when no
 // span is recorded.
 func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (context.Context, *deliveryTrace) {
 	if !s.tracing(ctx) {
-		if hook.Delivery(ctx) != nil { // inside another delivery's handler: not its calls
-			ctx = hook.WithDelivery(ctx, (*deliveryTrace)(nil))
+		if seam.Delivery(ctx) != nil { // inside another delivery's handler: not its calls
+			ctx = seam.WithDelivery(ctx, (*deliveryTrace)(nil))
 		}
 		return ctx, nil
 	}
-	d := hook.SpanFrom(ctx)
+	d := seam.SpanFrom(ctx)
 	if batch >= 0 {
-		d = hook.BatchSpanFrom(ctx, batch)
+		d = seam.BatchSpanFrom(ctx, batch)
 	}
 	if d.Name == "" {
 		d.Name, d.Kind = "process "+msg.Source, trace.SpanKindConsumer
@@ -99,10 +99,10 @@ func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (cont
 	if !span.IsRecording() {
 		span.End()
 		// Its context goes on, marked not sampled; its calls make no span.
-		return hook.WithDelivery(ctx, (*deliveryTrace)(nil)), nil
+		return seam.WithDelivery(ctx, (*deliveryTrace)(nil)), nil
 	}
 	t := &deliveryTrace{span: span, server: d.Kind == trace.SpanKindServer}
-	return hook.WithDelivery(ctx, t), t
+	return seam.WithDelivery(ctx, t), t
 }
 
 // endAfterPanic ends the span of a delivery that a panic past every

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
@@ -47,17 +46,17 @@ func (s *Store) prepare(ctx context.Context, msg Message, id Record, h Handler) 
 }
 
 // runHandler runs h, a panic in it a *PanicError.
-func runHandler(ctx context.Context, msg Message, key string, h Handler) (eff Effect, err error) {
+func runHandler(ctx context.Context, msg Message, key string, h Handler) (Effect, error) {
 	if h == nil {
 		return Effect{}, &InvalidError{Key: key, Reason: "nil handler"}
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			eff, err = Effect{}, &PanicError{Key: key, Callback: "the handler", Value: v, Stack: debug.Stack()}
-		}
-	}()
-	if eff, err = h(ctx, msg); err != nil {
-		return Effect{}, &HandlerError{Key: key, Err: err}
+	var eff Effect
+	var herr error
+	if err := recoverPanic(key, "the handler", func() error { eff, herr = h(ctx, msg); return nil }); err != nil {
+		return Effect{}, err
+	}
+	if herr != nil {
+		return Effect{}, &HandlerError{Key: key, Err: herr}
 	}
 	return eff, nil
 }

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // Traces: a span per delivery, named and attributed by its adapter as
@@ -63,7 +63,7 @@ func (s *Store) tracing(ctx context.Context) bool {
 // write, or the claims table; nil outside a recorded delivery. A
 // transaction's counts its sends toward the delivery's attempts.
 func (s *Store) call(ctx context.Context, operation string, items []types.TransactWriteItem) (context.Context, trace.Span) {
-	t, _ := hook.Delivery(ctx).(*deliveryTrace)
+	t, _ := seam.Delivery(ctx).(*deliveryTrace)
 	if t == nil {
 		return ctx, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,15 +54,14 @@ func (s *Store) finish(ctx context.Context, c claimant, rec Record, eff Effect) 
 
 // rejection is rec recording rej as the message's outcome: a claim without
 // the effect, whose response eff.Rejected gives.
-func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (_ Record, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Key: rec.Key, Callback: "Effect.Rejected", Value: v, Stack: debug.Stack()}
-		}
-	}()
-	resp, err := eff.Rejected(rej)
-	if err != nil {
-		return Record{}, &HandlerError{Key: rec.Key, Err: fmt.Errorf("Effect.Rejected: %w", err)}
+func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, error) {
+	var resp []byte
+	var rerr error
+	if err := recoverPanic(rec.Key, "Effect.Rejected", func() error { resp, rerr = eff.Rejected(rej); return nil }); err != nil {
+		return Record{}, err
+	}
+	if rerr != nil {
+		return Record{}, &HandlerError{Key: rec.Key, Err: fmt.Errorf("Effect.Rejected: %w", rerr)}
 	}
 	rec.Outcome, rec.Response = Rejected, resp
 	if len(rec.Response) > s.opts.MaxResponseBytes {

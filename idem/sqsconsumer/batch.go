@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // runWaves is the batch-transactions mode: wave w is the w-th record of
@@ -61,11 +61,11 @@ func (c *consumer) runWaves(ctx, work context.Context, recs []events.SQSMessage,
 		}
 		bctx := work
 		if c.door.Tracing(work) {
-			spans := make([]hook.Span, len(idx))
+			spans := make([]seam.Span, len(idx))
 			for j, i := range idx {
 				spans[j] = span(recs[i])
 			}
-			bctx = hook.WithBatchSpans(work, spans)
+			bctx = seam.WithBatchSpans(work, spans)
 		}
 		out := c.door.Store.ProcessBatch(bctx, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
 			return c.h(ctx, recs[idx[j]])

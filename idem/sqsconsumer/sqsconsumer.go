@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // Handler reads one record and describes its effect, as an idem.Handler
@@ -239,7 +239,7 @@ func (c *consumer) processRecord(ctx context.Context, rec events.SQSMessage) err
 		return err
 	}
 	if c.door.Tracing(ctx) {
-		ctx = hook.WithSpan(ctx, span(rec))
+		ctx = seam.WithSpan(ctx, span(rec))
 	}
 	_, err = c.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		return c.h(ctx, rec)

@@ -5,7 +5,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 	"github.com/idemkit/kit/idem/internal/tracectx"
 )
 
@@ -13,9 +13,9 @@ import (
 // conventions name an SQS message's processing, continuing the trace the
 // message carries: its AWSTraceHeader (which the kit's relay sets), else a
 // "traceparent" message attribute.
-func span(rec events.SQSMessage) hook.Span {
+func span(rec events.SQSMessage) seam.Span {
 	queue := QueueName(rec.EventSourceARN)
-	s := hook.Span{Name: "process " + queue, Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
+	s := seam.Span{Name: "process " + queue, Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
 		attribute.String("messaging.system", "aws_sqs"), attribute.String("messaging.destination.name", queue),
 		attribute.String("messaging.operation.type", "process"), attribute.String("messaging.operation.name", "process"),
 		attribute.String("messaging.message.id", rec.MessageId), attribute.String("faas.trigger", "pubsub")}}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // ClaimedOptions configure Claimed. Every default is written once, on its
@@ -58,7 +58,7 @@ func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventReco
 		}
 		// OpenTelemetry's FaaS conventions: a datasource trigger, the table.
 		if door.Tracing(ctx) {
-			ctx = hook.WithSpan(ctx, hook.Span{Name: "process " + TableName(rec.EventSourceArn), Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
+			ctx = seam.WithSpan(ctx, seam.Span{Name: "process " + TableName(rec.EventSourceArn), Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
 				attribute.String("faas.trigger", "datasource"), attribute.String("faas.document.collection", TableName(rec.EventSourceArn)),
 				attribute.String("faas.document.operation", documentOperation[rec.EventName]), attribute.String("messaging.message.id", rec.EventID)}})
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // Receiver turns API Gateway deliveries into exactly-once effects, each
@@ -231,7 +231,7 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 			return err
 		}}
 	if r.door.Tracing(ctx) {
-		ctx = hook.WithSpan(ctx, span(req))
+		ctx = seam.WithSpan(ctx, span(req))
 	}
 	res, err := r.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		resp, eff, err := r.handler(ctx, req)

@@ -1,14 +1,13 @@
 package webhook
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
+
+	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // Response is an HTTP answer.
@@ -65,70 +64,19 @@ func inFlight(remaining time.Duration) Response {
 	return r
 }
 
-// A stored response is: the format version (1), the status as a varint,
-// the header count and each name and value, lengths as uvarints, names
-// sorted; then the body, to the end.
-const responseFormat = 1
-
-func encodeResponse(r Response) []byte {
-	n := 1 + binary.MaxVarintLen64*(2+2*len(r.Headers)) + len(r.Body)
-	for k, v := range r.Headers {
-		n += len(k) + len(v)
-	}
-	b := make([]byte, 0, n)
-	b = append(b, responseFormat)
-	b = binary.AppendVarint(b, int64(r.Status))
-	b = binary.AppendUvarint(b, uint64(len(r.Headers)))
-	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-		b = binary.AppendUvarint(b, uint64(len(r.Headers[k])))
-		b = append(b, r.Headers[k]...)
-	}
-	return append(b, r.Body...)
-}
-
-var errStoredResponse = errors.New("webhook: the stored response is not in this adapter's format")
+// encodeResponse is r as a claim stores it (wire.EncodeResponse's format,
+// which the idem command reads too).
+func encodeResponse(r Response) []byte { return wire.EncodeResponse(r.Status, r.Headers, r.Body) }
 
 // decodeResponse reads what encodeResponse wrote, and refuses anything else
 // without panicking: a record may have been written by another adapter
 // sharing the scope.
 func decodeResponse(b []byte) (Response, error) {
-	if len(b) == 0 || b[0] != responseFormat {
+	status, headers, body, err := wire.DecodeResponse(b)
+	if err != nil {
 		return Response{}, errStoredResponse
 	}
-	b = b[1:]
-	status, n := binary.Varint(b)
-	if n <= 0 {
-		return Response{}, errStoredResponse
-	}
-	b = b[n:]
-	count, n := binary.Uvarint(b)
-	if n <= 0 || count > uint64(len(b)-n)/2 { // each header takes 2 bytes at least
-		return Response{}, errStoredResponse
-	}
-	b = b[n:]
-	r := Response{Status: int(status), Headers: make(map[string]string, count)}
-	for range count {
-		var k, v string
-		var ok bool
-		if k, b, ok = readString(b); !ok {
-			return Response{}, errStoredResponse
-		}
-		if v, b, ok = readString(b); !ok {
-			return Response{}, errStoredResponse
-		}
-		r.Headers[k] = v
-	}
-	r.Body = b
-	return r, nil
+	return Response{Status: status, Headers: headers, Body: body}, nil
 }
 
-func readString(b []byte) (string, []byte, bool) {
-	l, n := binary.Uvarint(b)
-	if n <= 0 || l > uint64(len(b)-n) {
-		return "", nil, false
-	}
-	b = b[n:]
-	return string(b[:l]), b[l:], true
-}
+var errStoredResponse = errors.New("webhook: the stored response is not in this adapter's format")

@@ -4,7 +4,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 	"github.com/idemkit/kit/idem/internal/tracectx"
 )
 
@@ -13,8 +13,8 @@ import (
 // would make a name per request), continuing the caller's trace (its
 // traceparent header), which a sender instrumented with OpenTelemetry
 // sends.
-func span(req Request) hook.Span {
-	s := hook.Span{Name: req.Method, Kind: trace.SpanKindServer, Attrs: []attribute.KeyValue{
+func span(req Request) seam.Span {
+	s := seam.Span{Name: req.Method, Kind: trace.SpanKindServer, Attrs: []attribute.KeyValue{
 		attribute.String("http.request.method", req.Method), attribute.String("url.path", req.Path), attribute.String("faas.trigger", "http")}}
 	if req.route != "" {
 		s.Name += " " + req.route

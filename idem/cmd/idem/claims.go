@@ -14,11 +14,12 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
+	"github.com/idemkit/kit/idem/internal/seam"
 	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // claims reads the processed-ids table as the Store that wrote it: keys
-// from adapt.ClaimKey, records from adapt.Decode, outbox items by the ids
+// from the Store's own (idem.Store.Adapter: ClaimKey), records decoded by it (Decode), outbox items by the ids
 // wire.ID gives them.
 type claims struct {
 	db                 *dynamodb.Client
@@ -58,7 +59,7 @@ func (c *claims) names() idem.AttributeNames {
 }
 
 // key is the claim key the Store gives msg.
-func (c *claims) key(msg idem.Message) string { return adapt.ClaimKey(c.store, msg) }
+func (c *claims) key(msg idem.Message) string { return c.store.Adapter(seam.Key{}).ClaimKey(msg) }
 
 // checkSource says why source cannot be a message's Source on this Store,
 // in the adapters' words.
@@ -109,7 +110,7 @@ func (c *claims) decode(item map[string]types.AttributeValue) (*claim, error) {
 	if s, ok := item[wire.KindAttr].(*types.AttributeValueMemberS); ok && s.Value == wire.Kind {
 		return nil, errOutboxItem
 	}
-	cl := &claim{Record: adapt.Decode(c.store, item), item: item}
+	cl := &claim{Record: c.store.Adapter(seam.Key{}).Decode(item), item: item}
 	if s, ok := item[c.names().LeaseID].(*types.AttributeValueMemberS); ok {
 		cl.leaseID = s.Value
 	}
@@ -144,7 +145,7 @@ func (c *claims) outbox(ctx context.Context, cl *claim) ([]outboxItem, error) {
 	for i := range maxOutbox {
 		id := wire.ID(c.table, cl.Key, cl.ClaimedAt, i)
 		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.outboxTable),
-			Key: c.keyItem(adapt.OutboxKey(c.store, id)), ConsistentRead: aws.Bool(true)})
+			Key: c.keyItem(c.store.Adapter(seam.Key{}).OutboxKey(id)), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return items, tableErr(fmt.Sprintf("GetItem outbox item %s in", id), c.outboxTable, err)
 		}

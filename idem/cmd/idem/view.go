@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
-	"github.com/idemkit/kit/idem/internal/hook"
 	"github.com/idemkit/kit/idem/internal/tracectx"
 	"github.com/idemkit/kit/idem/internal/wire"
 )
@@ -92,17 +91,15 @@ func view(cl *claim, now time.Time, webhook bool) claimView {
 
 func answer(b []byte, webhook bool) *answerView {
 	a := &answerView{Bytes: len(b)}
-	if dec := hook.WebhookResponse; dec != nil {
-		status, headers, body, err := dec(b)
-		switch {
-		case err == nil:
-			w := &webhookView{Status: status, Headers: headers}
-			w.Body, w.BodyBase64 = textOrBase64(body)
-			a.Webhook = w
-			return a
-		case webhook:
-			a.WebhookError = err.Error()
-		}
+	status, headers, body, err := wire.DecodeResponse(b)
+	switch {
+	case err == nil:
+		w := &webhookView{Status: status, Headers: headers}
+		w.Body, w.BodyBase64 = textOrBase64(body)
+		a.Webhook = w
+		return a
+	case webhook:
+		a.WebhookError = "the stored answer is not a webhook Receiver's: " + err.Error()
 	}
 	if utf8.Valid(b) {
 		s := string(b)

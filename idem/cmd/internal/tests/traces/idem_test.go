@@ -16,7 +16,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/hook"
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // TestSpans: a delivery is a span with its source, outcome, attempts and
@@ -135,7 +135,7 @@ func TestSpansNeverNameTheKey(t *testing.T) {
 func TestNestedDelivery(t *testing.T) {
 	tp, rec := spansOf()
 	e := newEnv(t, func(o *idem.Options) { o.TracerProvider = tp })
-	ctx := hook.WithSpan(context.Background(), hook.Span{Name: "process outer-queue", Kind: trace.SpanKindConsumer})
+	ctx := seam.WithSpan(context.Background(), seam.Span{Name: "process outer-queue", Kind: trace.SpanKindConsumer})
 	if _, err := e.store.Process(ctx, idem.Message{ID: "o-1", Source: "outer"}, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		_, err := e.store.Process(ctx, idem.Message{ID: "i-1", Source: "inner"}, e.creditHandler(nil))
 		return idem.Effect{}, err
