@@ -68,7 +68,7 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	// keys another delivery leads (or an earlier message of the batch):
 	// those wait for it, once this batch's own have landed, so that two
 	// batches waiting on each other's keys cannot both wait.
-	leads := make([]*flight, len(msgs))
+	leads := make([]*keyCall, len(msgs))
 	traces := make([]*deliveryTrace, len(msgs))
 	defer func() {
 		for _, t := range traces {
@@ -76,7 +76,7 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 		}
 	}()
 	ctxs := make([]context.Context, len(msgs))
-	var followers []following
+	var waiters []waiter
 	var pending []*entry
 	for i, msg := range msgs {
 		ctxs[i], traces[i] = s.startDelivery(ctx, msg, i)
@@ -86,23 +86,24 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 			b.out[i].Err = err
 			continue
 		}
-		if res, err, ok := s.cached(msg, id); ok {
+		if stored, ok := s.cache.get(id.Key, s.opts.Now()); ok {
+			res, err := s.answerKnown(msg, id, stored)
 			b.out[i] = BatchResult{Result: res, Err: err}
 			continue
 		}
-		fl, lead := s.flights.join(id.Key)
+		c, lead := s.inflight.join(id.Key)
 		if !lead {
-			followers = append(followers, following{i, id, fl})
+			waiters = append(waiters, waiter{i, id, c})
 			continue
 		}
-		leads[i] = fl
-		defer leads[i].unlessLanded()
+		leads[i] = c
+		defer leads[i].finishUnlessDone()
 		rec, eff, err := s.prepare(ctxs[i], msg, id, handler(i))
 		if err != nil {
 			b.out[i].Err = err
 			continue
 		}
-		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes, c: claimant{s.claim, s.met}, trace: traces[i]})
+		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes, c: claimAction{s.claim, s.claimFailed}, trace: traces[i]})
 	}
 	b.measure(pending)
 	for len(pending) > 0 || len(b.waiting) > 0 {
@@ -129,17 +130,23 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 			}
 		}
 		if leads[i] != nil {
-			leads[i].land(b.out[i].Result, b.out[i].Err)
+			leads[i].finish(b.out[i].Result, b.out[i].Err)
 		}
 	}
-	alone := make([]bool, len(msgs)) // followers run on their own: counted as they ran
-	for _, f := range followers {
-		res, err, ok := s.follow(ctxs[f.i], msgs[f.i], f.id, f.fl)
-		if !ok { // its leader settled nothing: run it alone, as Process would
-			res, err = s.answer(ctxs[f.i], msgs[f.i], f.id, handler(f.i))
-			alone[f.i] = true
+	alone := make([]bool, len(msgs)) // waiters run on their own: counted as they ran
+	for _, w := range waiters {
+		var res Result
+		stored, known, err := w.c.wait(ctxs[w.i])
+		switch {
+		case err != nil:
+			err = &RetryableError{Key: w.id.Key, Err: err}
+		case known:
+			res, err = s.answerKnown(msgs[w.i], w.id, stored)
+		default: // its leader settled nothing: run it alone, as Process would
+			res, err = s.answer(ctxs[w.i], msgs[w.i], w.id, handler(w.i))
+			alone[w.i] = true
 		}
-		b.out[f.i] = BatchResult{Result: res, Err: err}
+		b.out[w.i] = BatchResult{Result: res, Err: err}
 	}
 	for i, msg := range msgs {
 		if !alone[i] {
@@ -150,11 +157,11 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	return b.out
 }
 
-// following is a message of a batch whose key another delivery leads.
-type following struct {
+// waiter is a message of a batch whose key another delivery leads.
+type waiter struct {
 	i  int
 	id Record
-	fl *flight
+	c  *keyCall
 }
 
 // entry is one message of a batch on its way to a commit.
@@ -170,7 +177,7 @@ type entry struct {
 	size    int
 
 	trace     *deliveryTrace // the message's span
-	c         claimant       // how its claim is made: afresh, or over an ended lease
+	c         claimAction    // how its claim is made: afresh, or over an ended lease
 	over      bool           // its claim takes over a pending claim whose lease ended
 	sends     int            // requests that carried it, the SDK's retries included
 	conflicts int            // sends cancelled by its own conflict or throttling
@@ -323,7 +330,11 @@ func isValidationException(err error) bool {
 // record its rejection; after a conflict or throttling within MaxAttempts,
 // e goes to b.waiting instead.
 func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
-	res, err, retry := b.s.classify(e.c, e.rec, e.writes, err, sent)
+	retry := retryable(err)
+	var res Result
+	if !retry {
+		res, err = b.s.failure(e.c, e.rec, e.writes, err, sent)
+	}
 	var rej *RejectedError
 	var re *RetryableError
 	var lh *LeaseHeldError
@@ -360,7 +371,7 @@ func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
 // claimed or found claimed as stored, as the claim's condition would have.
 func (b *batchRun) settleAgainst(e *entry, stored Record) {
 	stored.Response = slices.Clone(stored.Response) // the earlier message's Result has the same bytes
-	res, err := b.s.meet(e.rec, stored)
+	res, err := b.s.storedAnswer(e.rec, stored)
 	b.done(e, res, err)
 }
 
@@ -369,8 +380,8 @@ func (b *batchRun) done(e *entry, res Result, err error) {
 		res.Outcome, res.Rejection = Rejected, e.rej
 	}
 	b.out[e.i] = BatchResult{Result: res, Err: err}
-	b.s.remember(res, err)
-	if rec, ok := settled(res, err); ok {
+	b.s.cacheSettled(res, err)
+	if rec, ok := settledClaim(res, err); ok {
 		b.known[e.rec.Key] = rec
 	}
 }

@@ -10,9 +10,10 @@ import (
 )
 
 // The claim record, as the processed-ids table holds it and as a read of
-// it decodes, and what the item a failed claim returned means (met):
-// written by transact.go's Put, its key made by identify (process.go),
-// what a stored one means for a delivery by meet (answer.go).
+// it decodes, and what the item a failed claim returned means
+// (claimFailed): written by transact.go's Put, its key made by identify
+// (process.go), what a stored one answers a delivery by storedAnswer
+// (answer.go).
 
 // Record is a claim record as stored in the processed-ids table.
 type Record struct {
@@ -90,16 +91,16 @@ func number(v types.AttributeValue) int64 {
 	return i
 }
 
-// met is what a claim whose condition failed met: the stored item its
+// claimFailed is what a claim whose condition failed met: the stored item its
 // cancellation returned. A claim of another message's key is key reuse; a
 // pending claim, a lease still held (or ended, for the caller to take
 // over); otherwise the delivery is a Duplicate of the stored claim. An
 // outbox item under the key is a clash of two Stores' keys.
-func (s *Store) met(rec Record, item map[string]types.AttributeValue) (Result, error) {
+func (s *Store) claimFailed(rec Record, item map[string]types.AttributeValue) (Result, error) {
 	if isOutboxItem(item) {
 		return Result{}, errOutboxKey(rec.Key)
 	}
-	return s.meet(rec, s.decodeRecord(item))
+	return s.storedAnswer(rec, s.decodeRecord(item))
 }
 
 // errOutboxKey: a claim key that is an outbox item's key, as when Stores

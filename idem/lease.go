@@ -91,7 +91,7 @@ func LeaseFromContext(ctx context.Context) (Lease, bool) {
 // must make sense. Adapters check when they are built.
 func (s *Store) checkLease(o LeaseOptions) error {
 	o.setDefaults()
-	if _, ok := s.client.(UpdateItemAPI); !ok {
+	if s.updater == nil {
 		return fmt.Errorf("idem: lease: the Store's DynamoDB client (%T) has no UpdateItem method, which a lease is taken with", s.client)
 	}
 	switch {
@@ -152,18 +152,18 @@ func (s *Store) processLeased(ctx context.Context, msg Message, id Record, err e
 		return Result{}, &InvalidError{Key: key, Reason: err.Error()}
 	}
 	o.setDefaults()
-	if res, err, ok := s.cached(msg, id); ok {
-		return res, err
+	if stored, ok := s.cache.get(id.Key, s.opts.Now()); ok {
+		return s.answerKnown(msg, id, stored)
 	}
 	// A delivery of the key in flight in this process holds its lease, or
 	// is taking it: wait for it rather than fail with the lease held.
-	fl, res, err, done := s.aboard(ctx, msg, id)
-	if done {
+	lead, res, err := s.leadOrWait(ctx, msg, id)
+	if lead == nil {
 		return res, err
 	}
-	defer fl.unlessLanded()
+	defer lead.finishUnlessDone()
 	res, err = s.runLeased(ctx, msg, id, h, o)
-	fl.land(res, err)
+	lead.finish(res, err)
 	return res, err
 }
 
@@ -196,8 +196,8 @@ func (s *Store) runLeased(ctx context.Context, msg Message, id Record, h Handler
 		return Result{}, err
 	}
 	rec.Outcome, rec.Response, rec.Token, rec.lease = Processed, eff.Response, lease.Token, lease.id
-	res, err = s.finish(ctx, claimant{s.fencedClaim, s.fenced}, rec, eff)
-	s.remember(res, err)
+	res, err = s.commitOrReject(ctx, claimAction{s.fencedClaim, s.fenced}, rec, eff)
+	s.cacheSettled(res, err)
 	if err != nil && !errors.Is(err, ErrFenced) {
 		// Safe even if the commit went through with its answer lost: the
 		// release applies only to a claim still pending under this lease.
@@ -210,8 +210,8 @@ func (s *Store) runLeased(ctx context.Context, msg Message, id Record, h Handler
 // pending one whose lease has ended. A Token of 0 means the message was
 // processed before, and res is its Duplicate.
 func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, Result, error) {
-	client := s.client.(UpdateItemAPI) // checkLease saw to it
-	leaseID := rand.Text()             // this delivery's own: what its release and commit name
+	client := s.updater    // checkLease saw to it
+	leaseID := rand.Text() // this delivery's own: what its release and commit name
 	for attempt := 1; ; attempt++ {
 		now := s.opts.Now()
 		until := now.Add(o.Duration)
@@ -228,11 +228,11 @@ func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, 
 		if ours {
 			return Lease{Key: id.Key, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, Result{}, nil
 		}
-		res, err := s.meet(id, stored)
+		res, err := s.storedAnswer(id, stored)
 		var lh *LeaseHeldError
 		switch {
 		case err == nil: // processed before
-			s.remember(res, nil)
+			s.cacheSettled(res, nil)
 			return Lease{}, res, nil
 		case !errors.As(err, &lh):
 			return Lease{}, Result{}, err
@@ -262,14 +262,14 @@ func held(key string, stored Record) *LeaseHeldError {
 // replaces the claim on the condition that it is still that claim, under
 // that lease; a claim gone meanwhile (deleted by hand, or by TTL) is a
 // retry, which claims afresh.
-func (s *Store) takeover(stored Record) claimant {
-	return claimant{
+func (s *Store) takeover(stored Record) claimAction {
+	return claimAction{
 		put: func(rec Record) types.TransactWriteItem { return s.takeoverClaim(rec, stored) },
-		met: func(rec Record, item map[string]types.AttributeValue) (Result, error) {
+		failed: func(rec Record, item map[string]types.AttributeValue) (Result, error) {
 			if len(item) == 0 {
 				return Result{}, &RetryableError{Key: rec.Key, Attempts: 1, Err: errors.New("the pending claim to take over is gone; the retry claims afresh")}
 			}
-			return s.met(rec, item)
+			return s.claimFailed(rec, item)
 		},
 	}
 }
@@ -372,7 +372,7 @@ func (s *Store) release(ctx context.Context, key, leaseID string) {
 	in := s.releaseInput(key, leaseID)
 	var sent sendLog
 	_ = s.retryContention(ctx, func() error {
-		_, err := s.updateItem(ctx, s.client.(UpdateItemAPI), in, &sent)
+		_, err := s.updateItem(ctx, s.updater, in, &sent)
 		return err
 	})
 }

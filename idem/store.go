@@ -11,15 +11,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// TransactWriteAPI is the one DynamoDB call the kit makes outside a lease
-// (ProcessLeased also needs UpdateItemAPI). *dynamodb.Client implements
-// it; so can a fake in a CPU benchmark.
+// TransactWriteAPI is the DynamoDB call every Store makes: the claim and
+// the effect in one transaction. *dynamodb.Client implements it, with
+// GetItemAPI and UpdateItemAPI, which a Store uses when its client has
+// them (New); a fake in a CPU benchmark may implement it alone.
 type TransactWriteAPI interface {
 	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-// GetItemAPI is the call a Store reads a claim with before running a
-// handler (Options.ReadFirstAbove). *dynamodb.Client implements it.
+// GetItemAPI is the call a Store reads a claim with before committing
+// (Options.ReadFirstAbove). *dynamodb.Client implements it.
 type GetItemAPI interface {
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
@@ -27,14 +28,16 @@ type GetItemAPI interface {
 // Store claims messages in a processed-ids table and commits their effects.
 // It is safe for concurrent use; build it once, outside the Lambda handler.
 type Store struct {
-	client  TransactWriteAPI
-	table   string
-	opts    Options
-	obs     observer
-	cache   *cache // nil without Options.CacheSize
-	flights flights
-	rates   *rates // each sender's recent duplicates, for ReadFirstAbove
-	tracer  trace.Tracer
+	client   TransactWriteAPI
+	reader   GetItemAPI    // client's GetItem, or nil: no read first
+	updater  UpdateItemAPI // client's UpdateItem, or nil: no lease
+	table    string
+	opts     Options
+	obs      observer
+	cache    *cache // nil without Options.CacheSize
+	inflight inflight
+	rates    *rates // each sender's recent duplicates, for ReadFirstAbove
+	tracer   trace.Tracer
 	// keyNames are the claims table's key attribute names, sorted, as
 	// validateEffect compares them.
 	keyNames []string
@@ -48,7 +51,12 @@ type Store struct {
 // every redelivery would claim again.
 const maxRetentionDays = 36500
 
-// New returns a Store that keeps claim records in table.
+// New returns a Store that keeps claim records in table, through client.
+// A *dynamodb.Client has every call a Store makes. Another client is
+// asked, once, for two more: without GetItem (GetItemAPI) the Store never
+// reads a claim first, whatever Options.ReadFirstAbove says; without
+// UpdateItem (UpdateItemAPI) it takes no lease, and ProcessLeased (and an
+// adapter's Lease option) is refused with an error.
 func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Store, error) {
 	var o Options
 	for _, fn := range optFns {
@@ -87,7 +95,9 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 		// installs, even after New.
 		tp = otel.GetTracerProvider()
 	}
-	return &Store{client: client, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r,
+	reader, _ := client.(GetItemAPI)
+	updater, _ := client.(UpdateItemAPI)
+	return &Store{client: client, reader: reader, updater: updater, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r,
 		tracer: tp.Tracer(tracerName), keyNames: keyNames,
 		claimNames: map[string]string{"#k": o.Attributes.Key, "#e": o.Attributes.ExpiresAt}}, nil
 }

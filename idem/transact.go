@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,17 +24,17 @@ import (
 // committed over, in a second transaction only then: this delivery's
 // handler calls nothing out.
 func (s *Store) commitEffect(ctx context.Context, rec Record, eff Effect) (Result, error) {
-	res, err := s.finish(ctx, claimant{s.claim, s.met}, rec, eff)
+	res, err := s.commitOrReject(ctx, claimAction{s.claim, s.claimFailed}, rec, eff)
 	if lh := (*LeaseHeldError)(nil); errors.As(err, &lh) && lh.ended(s.opts.Now()) {
-		res, err = s.finish(ctx, s.takeover(lh.stored), rec, eff)
+		res, err = s.commitOrReject(ctx, s.takeover(lh.stored), rec, eff)
 	}
 	return res, err
 }
 
-// finish commits rec and eff's writes under c's claim and, when a
+// commitOrReject commits rec and eff's writes under c's claim and, when a
 // condition of the writes fails and eff.Rejected is set, the rejection in
 // their place.
-func (s *Store) finish(ctx context.Context, c claimant, rec Record, eff Effect) (Result, error) {
+func (s *Store) commitOrReject(ctx context.Context, c claimAction, rec Record, eff Effect) (Result, error) {
 	res, err := s.commit(ctx, c, rec, eff.Writes)
 	var rej *RejectedError
 	if eff.Rejected == nil || !errors.As(err, &rej) {
@@ -70,13 +68,13 @@ func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, e
 	return rec, nil
 }
 
-// claimant is a way to claim a key: the claim's Put for a record, and what
-// the item a failed claim condition returned means. Process claims a key
-// no live claim holds (Store.claim, Store.met); a lease takes over or
-// commits its own pending claim (lease.go).
-type claimant struct {
-	put func(Record) types.TransactWriteItem
-	met func(Record, map[string]types.AttributeValue) (Result, error)
+// claimAction is how a transaction claims a key: the claim's Put for a
+// record, and what the item its failed condition returned means. Process
+// claims a key no live claim holds (Store.claim, Store.claimFailed); a
+// lease takes over or commits its own pending claim (lease.go).
+type claimAction struct {
+	put    func(Record) types.TransactWriteItem
+	failed func(Record, map[string]types.AttributeValue) (Result, error)
 }
 
 // claim is the conditional Put that claims rec.Key: it succeeds when no
@@ -125,7 +123,7 @@ func (s *Store) put(rec Record, condition string, names map[string]string, value
 
 // commit sends c's claim of rec and writes as one transaction, retrying
 // conflicts and throttling with jittered backoff within ctx's deadline.
-func (s *Store) commit(ctx context.Context, c claimant, rec Record, writes []types.TransactWriteItem) (Result, error) {
+func (s *Store) commit(ctx context.Context, c claimAction, rec Record, writes []types.TransactWriteItem) (Result, error) {
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, c.put(rec))
 	items = append(items, writes...)
@@ -144,9 +142,8 @@ func (s *Store) commit(ctx context.Context, c claimant, rec Record, writes []typ
 			rec.keyItem = nil // the Store's own: a Result's Record is the record as stored
 			return Result{Outcome: Processed, Record: rec}, nil
 		}
-		res, err, retry := s.classify(c, rec, writes, err, &sent)
-		if !retry {
-			return res, err
+		if !retryable(err) {
+			return s.failure(c, rec, writes, err, &sent)
 		}
 		if attempt >= s.opts.MaxAttempts {
 			return Result{}, &RetryableError{Key: rec.Key, Attempts: sent.count(), Err: err}
@@ -157,35 +154,48 @@ func (s *Store) commit(ctx context.Context, c claimant, rec Record, writes []typ
 	}
 }
 
-// classify turns a failed TransactWriteItems into the delivery's outcome,
-// or says it is worth another attempt. sent tells whether a request went
-// out: an error that is not DynamoDB's answer may follow a commit.
-func (s *Store) classify(c claimant, rec Record, writes []types.TransactWriteItem, err error, sent *sendLog) (Result, error, bool) {
+// retryable says whether a failed TransactWriteItems is worth another
+// attempt: a cancellation that blames only conflicts and throttling, or
+// another write's contention (a global table's write in another Region).
+func retryable(err error) bool {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
-		if isContention(err) { // a global table's write in another Region, say
-			return Result{}, err, true
+		return isContention(err)
+	}
+	retry := false
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed", "ValidationError":
+			return false
+		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
+			retry = true
 		}
-		return Result{}, callError(rec.Key, "", err, sent), false
+	}
+	return retry
+}
+
+// failure is the delivery's outcome from a failed TransactWriteItems not
+// worth another attempt (retryable). sent tells whether a request went
+// out: an error that is not DynamoDB's answer may follow a commit.
+func (s *Store) failure(c claimAction, rec Record, writes []types.TransactWriteItem, err error, sent *sendLog) (Result, error) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return Result{}, callError(rec.Key, "", err, sent)
 	}
 	reasons := tce.CancellationReasons
 	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
-		res, err := c.met(rec, reasons[0].Item)
-		return res, err, false
+		return c.failed(rec, reasons[0].Item)
 	}
-	retry := false
 	for i, r := range reasons {
 		switch aws.ToString(r.Code) {
 		case "ConditionalCheckFailed":
 			if i > 0 && i <= len(writes) && outboxID(writes[i-1]) != "" {
 				id := outboxID(writes[i-1])
-				return Result{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("the outgoing message %s: its key %q is another item's: do Stores share the table without distinct KeyPrefixes?", id, s.outboxKey(id)), Server: true}, false
+				return Result{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("the outgoing message %s: its key %q is another item's: do Stores share the table without distinct KeyPrefixes?", id, s.outboxKey(id)), Server: true}
 			}
 			if i > 0 && i <= len(writes) {
-				return Result{}, &RejectedError{Key: rec.Key, Index: i - 1, Table: writeTable(writes[i-1]), Item: r.Item}, false
+				return Result{}, &RejectedError{Key: rec.Key, Index: i - 1, Table: writeTable(writes[i-1]), Item: r.Item}
 			}
-		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
-			retry = true
 		case "ValidationError":
 			what := fmt.Sprintf("effect write %d", i-1)
 			switch {
@@ -194,191 +204,8 @@ func (s *Store) classify(c claimant, rec Record, writes []types.TransactWriteIte
 			case i <= len(writes) && outboxID(writes[i-1]) != "":
 				what = "the outgoing message " + outboxID(writes[i-1])
 			}
-			return Result{}, &InvalidError{Key: rec.Key, Reason: what + ": " + aws.ToString(r.Message), Server: true}, false
+			return Result{}, &InvalidError{Key: rec.Key, Reason: what + ": " + aws.ToString(r.Message), Server: true}
 		}
 	}
-	if retry {
-		return Result{}, err, true
-	}
-	return Result{}, &StoreError{Key: rec.Key, Err: err}, false
-}
-
-// How DynamoDB names and measures the items of a transaction, as
-// validateEffect (run.go) checks an effect against its limits before
-// anything is sent.
-
-// emptyKeyValue is the name of a key attribute whose string or binary
-// value is empty, which DynamoDB refuses (a ValidationException, which
-// would otherwise fail the delivery as the kit's fault, on every retry).
-func emptyKeyValue(k map[string]types.AttributeValue) string {
-	for name, v := range k {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			if v.Value == "" {
-				return name
-			}
-		case *types.AttributeValueMemberB:
-			if len(v.Value) == 0 {
-				return name
-			}
-		}
-	}
-	return ""
-}
-
-// target is one item: a table and its canonical key.
-type target struct{ table, key string }
-
-func (s *Store) addTarget(seen map[target]int, t target, i int, bad func(string, ...any) error) error {
-	if j, dup := seen[t]; dup {
-		if j < 0 {
-			return bad("effect write %d is on the claim record itself", i)
-		}
-		return bad("effect writes %d and %d are on the same item of %s; a transaction allows one action per item", j, i, t.table)
-	}
-	seen[t] = i
-	return nil
-}
-
-// describeWrite returns a write's table, its Key (nil for a Put) and its
-// approximate size in bytes.
-func describeWrite(w types.TransactWriteItem) (table string, key map[string]types.AttributeValue, size int, err error) {
-	ops := 0
-	var names map[string]string
-	var values map[string]types.AttributeValue
-	var exprs []*string
-	if w.Put != nil {
-		ops++
-		table, names, values = aws.ToString(w.Put.TableName), w.Put.ExpressionAttributeNames, w.Put.ExpressionAttributeValues
-		size += itemSize(w.Put.Item)
-		exprs = append(exprs, w.Put.ConditionExpression)
-		if len(w.Put.Item) == 0 {
-			return "", nil, 0, fmt.Errorf("Put without an Item")
-		}
-	}
-	if w.Update != nil {
-		ops++
-		table, key, names, values = aws.ToString(w.Update.TableName), w.Update.Key, w.Update.ExpressionAttributeNames, w.Update.ExpressionAttributeValues
-		exprs = append(exprs, w.Update.UpdateExpression, w.Update.ConditionExpression)
-		if aws.ToString(w.Update.UpdateExpression) == "" {
-			return "", nil, 0, fmt.Errorf("Update without an UpdateExpression")
-		}
-	}
-	if w.Delete != nil {
-		ops++
-		table, key, names, values = aws.ToString(w.Delete.TableName), w.Delete.Key, w.Delete.ExpressionAttributeNames, w.Delete.ExpressionAttributeValues
-		exprs = append(exprs, w.Delete.ConditionExpression)
-	}
-	if w.ConditionCheck != nil {
-		ops++
-		table, key, names, values = aws.ToString(w.ConditionCheck.TableName), w.ConditionCheck.Key, w.ConditionCheck.ExpressionAttributeNames, w.ConditionCheck.ExpressionAttributeValues
-		exprs = append(exprs, w.ConditionCheck.ConditionExpression)
-		if aws.ToString(w.ConditionCheck.ConditionExpression) == "" {
-			return "", nil, 0, fmt.Errorf("ConditionCheck without a ConditionExpression")
-		}
-	}
-	switch {
-	case ops == 0:
-		return "", nil, 0, fmt.Errorf("no operation (set one of Put, Update, Delete, ConditionCheck)")
-	case ops > 1:
-		return "", nil, 0, fmt.Errorf("%d operations in one write; set exactly one", ops)
-	case table == "":
-		return "", nil, 0, fmt.Errorf("no TableName")
-	case w.Put == nil && len(key) == 0:
-		return "", nil, 0, fmt.Errorf("no Key")
-	}
-	size += len(table) + itemSize(key) + itemSize(values)
-	for k, v := range names {
-		size += len(k) + len(v)
-	}
-	for _, e := range exprs {
-		size += len(aws.ToString(e))
-	}
-	return table, key, size, nil
-}
-
-// itemSize approximates DynamoDB's item size: attribute names plus values.
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return len(v.Value)/2 + 2
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)/2 + 2
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		return 3 + itemSize(v.Value) + len(v.Value)
-	default: // BOOL, NULL
-		return 1
-	}
-}
-
-// canonicalKey renders a key so that equal keys compare equal.
-func canonicalKey(k map[string]types.AttributeValue) string {
-	if len(k) == 1 { // the usual key: nothing to sort, one string to build
-		for name, v := range k {
-			if v, ok := v.(*types.AttributeValueMemberS); ok {
-				return name + "\x00S" + v.Value + "\x00"
-			}
-		}
-	}
-	var b strings.Builder
-	for _, name := range sortedNames(k) {
-		b.WriteString(name)
-		b.WriteByte(0)
-		switch v := k[name].(type) {
-		case *types.AttributeValueMemberS:
-			b.WriteString("S" + v.Value)
-		case *types.AttributeValueMemberN:
-			b.WriteString("N" + v.Value)
-		case *types.AttributeValueMemberB:
-			b.WriteString("B" + string(v.Value))
-		default:
-			fmt.Fprintf(&b, "%T%v", v, v)
-		}
-		b.WriteByte(0)
-	}
-	return b.String()
-}
-
-// sortedNames are an item's or a key's attribute names, sorted.
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return Result{}, &StoreError{Key: rec.Key, Err: err}
 }

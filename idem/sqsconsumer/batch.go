@@ -60,14 +60,14 @@ func (c *consumer) runWaves(ctx, work context.Context, recs []events.SQSMessage,
 			continue
 		}
 		bctx := work
-		if c.door.Tracing(work) {
+		if c.proc.Tracing(work) {
 			spans := make([]seam.Span, len(idx))
 			for j, i := range idx {
 				spans[j] = span(recs[i])
 			}
 			bctx = seam.WithBatchSpans(work, spans)
 		}
-		out := c.door.Store.ProcessBatch(bctx, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
+		out := c.proc.Store.ProcessBatch(bctx, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
 			return c.h(ctx, recs[idx[j]])
 		})
 		for j, r := range out {

@@ -90,46 +90,6 @@
 // holds fails too, counted as InFlight, to come back after the visibility
 // timeout.
 //
-// # Upgrading
-//
-// From the previous release: ErrDeadline is idem.ErrDeadline, one sentinel
-// for this package and idem/stream. The release before: New returns an
-// error, as idem.New and webhook.New do, and FIFO keys hold the message
-// group (below).
-//
-// # Upgrading: FIFO keys now hold the message group
-//
-// A FIFO record was keyed by its MessageDeduplicationId alone
-// ("credits.fifo#evt_101"); it is now keyed by its group and id
-// ("credits.fifo#acc-9/evt_101"). Standard queues and records with the
-// IdempotencyKey attribute keep their keys. A claim under the old key does
-// not match the new one, so a message the old version claimed and the new
-// one receives is applied again: one whose commit was not followed by its
-// deletion (a timeout, a crash, an answer lost after the commit), one
-// redriven from the dead-letter queue, or one a producer sends again with
-// the same deduplication id (under content-based deduplication, the same
-// body) more than 5 minutes later, within the claims' retention.
-//
-// On a queue whose DeduplicationScope is queue (the default), the old key
-// is right, and keeping it needs no migration:
-//
-//	o.Key = sqsconsumer.FirstKey(sqsconsumer.AttributeKey, sqsconsumer.QueueDeduplicationKey, sqsconsumer.MessageIDKey)
-//
-// Otherwise deploy on a drained queue: stop the producers; let the running
-// version consume until the queue's ApproximateNumberOfMessages,
-// ApproximateNumberOfMessagesNotVisible and
-// ApproximateNumberOfMessagesDelayed are all 0; deploy; start the producers.
-// Before redriving a message from the dead-letter queue, look up its old
-// claim: an item whose key is the old one and whose fingerprint is the
-// SHA-256 (hex) of the body means it was applied, and it is to be deleted,
-// not redriven. A message the old key failed as a KeyReuse (its
-// deduplication id claimed first in another group) finds a claim with
-// another fingerprint: it was never applied; redrive it. For the claims'
-// retention after the deploy, a producer that sends again a message it
-// first sent before the deploy must set IdempotencyKey to its deduplication
-// id (under content-based deduplication, the body's SHA-256 in hex): that
-// is the old key, under which the message is found a Duplicate.
-//
 // Lambda's guide to partial batch responses:
 // https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html
 package sqsconsumer

@@ -75,7 +75,7 @@ type Options struct {
 }
 
 type consumer struct {
-	door *adapt.Door
+	proc *adapt.Processor
 	h    Handler
 	opts Options
 }
@@ -97,7 +97,7 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.C
 	if o.Lease != nil && o.BatchTransactions {
 		return nil, errors.New("sqsconsumer: New: Options.Lease and BatchTransactions exclude each other: a lease claims each record before its handler runs, alone")
 	}
-	door, err := adapt.Open(store, "Options", o.Source, o.Lease)
+	proc, err := adapt.New(store, "Options", o.Source, o.Lease)
 	if err != nil {
 		return nil, fmt.Errorf("sqsconsumer: New: %w", err)
 	}
@@ -110,7 +110,7 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.C
 	if o.DeadlineMargin == 0 {
 		o.DeadlineMargin = 2 * time.Second
 	}
-	c := &consumer{door: door, h: h, opts: o}
+	c := &consumer{proc: proc, h: h, opts: o}
 	return c.handle, nil
 }
 
@@ -238,10 +238,10 @@ func (c *consumer) processRecord(ctx context.Context, rec events.SQSMessage) err
 	if err != nil {
 		return err
 	}
-	if c.door.Tracing(ctx) {
+	if c.proc.Tracing(ctx) {
 		ctx = seam.WithSpan(ctx, span(rec))
 	}
-	_, err = c.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+	_, err = c.proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		return c.h(ctx, rec)
 	})
 	return err
@@ -258,7 +258,7 @@ func (c *consumer) keyed(ctx context.Context, rec events.SQSMessage) (idem.Messa
 	}
 	if err != nil {
 		err = fmt.Errorf("record %s: %w", rec.MessageId, err)
-		c.door.Fail(ctx, msg, err)
+		c.proc.Fail(ctx, msg, err)
 		return idem.Message{}, err
 	}
 	msg.ID = key
@@ -271,7 +271,7 @@ func (c *consumer) skip(ctx context.Context, rec events.SQSMessage, why error) e
 	msg := c.message(rec)
 	msg.ID, _ = c.key(rec)
 	err := fmt.Errorf("record %s: %w", rec.MessageId, why)
-	c.door.Fail(ctx, msg, err)
+	c.proc.Fail(ctx, msg, err)
 	return err
 }
 

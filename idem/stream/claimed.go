@@ -41,7 +41,7 @@ func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventReco
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	door, err := adapt.Open(store, "ClaimedOptions", o.Source, nil)
+	proc, err := adapt.New(store, "ClaimedOptions", o.Source, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stream: Claimed: %w", err)
 	}
@@ -53,16 +53,16 @@ func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventReco
 		msg := idem.Message{ID: rec.EventID, Source: source, Payload: []byte(rec.Change.SequenceNumber)}
 		if msg.ID == "" {
 			err := fmt.Errorf("stream record %s has no eventID", rec.Change.SequenceNumber)
-			door.Fail(ctx, msg, err)
+			proc.Fail(ctx, msg, err)
 			return err
 		}
 		// OpenTelemetry's FaaS conventions: a datasource trigger, the table.
-		if door.Tracing(ctx) {
+		if proc.Tracing(ctx) {
 			ctx = seam.WithSpan(ctx, seam.Span{Name: "process " + TableName(rec.EventSourceArn), Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
 				attribute.String("faas.trigger", "datasource"), attribute.String("faas.document.collection", TableName(rec.EventSourceArn)),
 				attribute.String("faas.document.operation", documentOperation[rec.EventName]), attribute.String("messaging.message.id", rec.EventID)}})
 		}
-		_, err := door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return h(ctx, rec) })
+		_, err := proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return h(ctx, rec) })
 		return err
 	}, nil
 }

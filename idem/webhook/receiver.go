@@ -20,7 +20,7 @@ import (
 // answered with its first response. It is safe for concurrent use; build it
 // once, outside the Lambda handler.
 type Receiver struct {
-	door    *adapt.Door
+	proc    *adapt.Processor
 	handler Handler
 	opts    Options
 	byRoute bool // Options.Source was left at its default: a Mux scopes keys by route
@@ -41,14 +41,14 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	case o.MaxBodyBytes < 0 || o.RetryAfter < 0:
 		return nil, errors.New("webhook: New: MaxBodyBytes and RetryAfter must not be negative")
 	}
-	door, err := adapt.Open(store, "Options", o.Source, o.Lease)
+	proc, err := adapt.New(store, "Options", o.Source, o.Lease)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: New: %w", err)
 	}
 	if err := checkSecrets(o.Verifier); err != nil {
 		return nil, fmt.Errorf("webhook: New: %w", err)
 	}
-	r := &Receiver{door: door, handler: h, opts: o, byRoute: byRoute}
+	r := &Receiver{proc: proc, handler: h, opts: o, byRoute: byRoute}
 	return r, nil
 }
 
@@ -120,7 +120,7 @@ func (f *failure) Unwrap() error { return f.err }
 // claim and effect. Each step reads only what the previous ones vouched for.
 func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64 bool) Response {
 	if req.Source != r.opts.Source {
-		if err := r.door.CheckSource(req.Source); err != nil {
+		if err := r.proc.CheckSource(req.Source); err != nil {
 			// A route the Mux was given that cannot scope keys: the
 			// function's fault, not the sender's.
 			route := req.Source
@@ -207,14 +207,14 @@ func errText(err error) (s string) {
 // refuse answers a delivery refused before its claim, and logs and counts
 // it as Refused: the sender's fault, which must not raise the Failed alarm.
 func (r *Receiver) refuse(ctx context.Context, req Request, status int, detail string, err error) Response {
-	r.door.Refuse(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, &failure{status, detail, err})
+	r.proc.Refuse(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, &failure{status, detail, err})
 	return problem(status, detail)
 }
 
 // fail answers a delivery that failed before its claim through no fault of
 // the sender, a callback that panicked: a 500, logged and counted as Failed.
 func (r *Receiver) fail(ctx context.Context, req Request, err error) Response {
-	r.door.Fail(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, err)
+	r.proc.Fail(ctx, idem.Message{ID: req.Key, Source: req.Source, Payload: req.Body}, err)
 	return problem(http.StatusInternalServerError, nothingDone)
 }
 
@@ -230,10 +230,10 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 			stored, err = decodeResponse(rec.Response)
 			return err
 		}}
-	if r.door.Tracing(ctx) {
+	if r.proc.Tracing(ctx) {
 		ctx = seam.WithSpan(ctx, span(req))
 	}
-	res, err := r.door.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
+	res, err := r.proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		resp, eff, err := r.handler(ctx, req)
 		if err != nil {
 			return idem.Effect{}, err
@@ -307,7 +307,7 @@ func (r *Receiver) answerError(key string, err error) Response {
 	case errors.Is(err, idem.ErrKeyReuse):
 		return problem(http.StatusUnprocessableEntity, fmt.Sprintf("the idempotency key %q was used before with a different payload; send a new key for a new request", key))
 	case errors.As(err, &held):
-		return inFlight(held.Until.Sub(r.door.Now()))
+		return inFlight(held.Until.Sub(r.proc.Now()))
 	case errors.As(err, &stale):
 		return problem(http.StatusInternalServerError, "a delivery of this key started long ago and never finished; it needs an operator, and nothing was done now")
 	case errors.Is(err, idem.ErrRetryable):

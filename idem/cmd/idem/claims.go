@@ -67,7 +67,7 @@ func (c *claims) checkSource(source string) error {
 	if source == "" {
 		return nil
 	}
-	_, err := adapt.Open(c.store, "source", source, nil)
+	_, err := adapt.New(c.store, "source", source, nil)
 	return err
 }
 

@@ -1,6 +1,6 @@
 // Package adapt is how idem's adapters (idem/sqsconsumer, idem/webhook,
-// idem/stream) enter a Store: one step when an adapter is built (Open)
-// gives a Door that processes, reports and recovers as the Store does,
+// idem/stream) enter a Store: one step when an adapter is built (New)
+// gives a Processor that processes, reports and recovers as the Store does,
 // through the Store's own seam (idem.Store.Adapter).
 package adapt
 
@@ -14,18 +14,19 @@ import (
 	"github.com/idemkit/kit/idem/internal/seam"
 )
 
-// Door is a Store as one adapter opened it.
-type Door struct {
+// Processor is a Store as one adapter uses it: it processes, reports and
+// recovers deliveries as the Store does.
+type Processor struct {
 	Store  *idem.Store
 	lease  *idem.LeaseOptions
 	source string
 }
 
-// Open checks, once, what an adapter will use a Store with: a Source it
+// New checks, once, what an adapter will use a Store with: a Source it
 // can take (none: the adapter names each message's), and lease options
 // it can honour (nil: no lease). what names the adapter's option in an
 // error, such as "sqsconsumer.Options".
-func Open(store *idem.Store, what, source string, lease *idem.LeaseOptions) (*Door, error) {
+func New(store *idem.Store, what, source string, lease *idem.LeaseOptions) (*Processor, error) {
 	if store == nil {
 		return nil, errors.New("nil Store")
 	}
@@ -41,44 +42,46 @@ func Open(store *idem.Store, what, source string, lease *idem.LeaseOptions) (*Do
 		l := *lease // the adapter's options may change after it was built
 		lease = &l
 	}
-	return &Door{Store: store, lease: lease, source: source}, nil
+	return &Processor{Store: store, lease: lease, source: source}, nil
 }
 
-// Process is Store.Process, or Store.ProcessLeased under the Door's lease.
-func (d *Door) Process(ctx context.Context, msg idem.Message, h idem.Handler) (idem.Result, error) {
-	if d.lease == nil {
-		return d.Store.Process(ctx, msg, h)
+// Process is Store.Process, or Store.ProcessLeased under the Processor's lease.
+func (p *Processor) Process(ctx context.Context, msg idem.Message, h idem.Handler) (idem.Result, error) {
+	if p.lease == nil {
+		return p.Store.Process(ctx, msg, h)
 	}
-	return d.Store.ProcessLeased(ctx, msg, h, func(o *idem.LeaseOptions) { *o = *d.lease })
+	return p.Store.ProcessLeased(ctx, msg, h, func(o *idem.LeaseOptions) { *o = *p.lease })
 }
 
-// Leased says whether the Door processes under a lease.
-func (d *Door) Leased() bool { return d.lease != nil }
+// Leased says whether the Processor processes under a lease.
+func (p *Processor) Leased() bool { return p.lease != nil }
 
 // Fail logs and counts, as Failed, a delivery that failed before it could
 // be processed, such as a queue message whose key could not be read.
-func (d *Door) Fail(ctx context.Context, msg idem.Message, err error) {
-	d.Store.Adapter(seam.Key{}).Report(ctx, idem.Failed, msg, err)
+func (p *Processor) Fail(ctx context.Context, msg idem.Message, err error) {
+	p.Store.Adapter(seam.Key{}).Report(ctx, idem.Failed, msg, err)
 }
 
 // Refuse logs and counts, as Refused, a delivery turned away before its
 // claim for its sender's fault, such as a webhook with a bad signature.
-func (d *Door) Refuse(ctx context.Context, msg idem.Message, err error) {
-	d.Store.Adapter(seam.Key{}).Report(ctx, idem.Refused, msg, err)
+func (p *Processor) Refuse(ctx context.Context, msg idem.Message, err error) {
+	p.Store.Adapter(seam.Key{}).Report(ctx, idem.Refused, msg, err)
 }
 
 // CheckSource says why source cannot be a message's Source on the Store.
-func (d *Door) CheckSource(source string) error {
-	return d.Store.Adapter(seam.Key{}).CheckSource(source)
+func (p *Processor) CheckSource(source string) error {
+	return p.Store.Adapter(seam.Key{}).CheckSource(source)
 }
 
 // Tracing reports whether a delivery given ctx is traced (the rule on
 // idem.Options.TracerProvider): only then is its span worth naming
 // (seam.WithSpan).
-func (d *Door) Tracing(ctx context.Context) bool { return d.Store.Adapter(seam.Key{}).Tracing(ctx) }
+func (p *Processor) Tracing(ctx context.Context) bool {
+	return p.Store.Adapter(seam.Key{}).Tracing(ctx)
+}
 
 // Now is the Store's clock.
-func (d *Door) Now() time.Time { return d.Store.Adapter(seam.Key{}).Now() }
+func (p *Processor) Now() time.Time { return p.Store.Adapter(seam.Key{}).Now() }
 
 // Recover runs fn and turns a panic in it into an *idem.PanicError naming
 // callback, as the Store does for the callbacks it calls: every callback

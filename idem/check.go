@@ -1,0 +1,284 @@
+package idem
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// What DynamoDB would refuse of an effect, checked before anything is
+// sent: how it names and measures the items of a transaction, and its
+// limits on them.
+
+// validateEffect refuses, before anything is sent, what DynamoDB would
+// refuse: too many actions, a write without a table or with two operations,
+// two writes on one item, a response or a transaction over its limit. rec
+// is the claim the effect commits with, its ClaimedAt set; now is the
+// commit's time.
+func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err error) {
+	key := rec.Key
+	// A nil AttributeValue (a typed nil pointer, say) would panic while
+	// the writes are measured; it is the handler's input, so an error.
+	defer func() {
+		if v := recover(); v != nil {
+			err = &InvalidError{Key: key, Reason: fmt.Sprintf("an effect write holds a value DynamoDB cannot take (%v); is an AttributeValue nil?", v)}
+		}
+	}()
+	bad := func(format string, args ...any) error {
+		return &InvalidError{Key: key, Reason: fmt.Sprintf(format, args...)}
+	}
+	own := len(eff.Writes)
+	if err := s.addOutbox(rec, eff, now); err != nil {
+		return err
+	}
+	if n := len(eff.Writes) + 1; n > maxTransactItems {
+		if own < len(eff.Writes) {
+			return bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
+		}
+		return bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
+	}
+	if len(eff.Response) > s.opts.MaxResponseBytes {
+		return bad("response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(eff.Response), s.opts.MaxResponseBytes)
+	}
+	// Key attribute names per table, as far as this transaction tells them:
+	// the claim table's from the options, others from their writes' Keys.
+	names := s.keyNames
+	keyAttrs := map[string][]string{s.table: names, s.opts.OutboxTable: names}
+	seen := map[target]int{{s.table, canonicalKey(rec.keyItem)}: -1}
+	var puts []int
+	size := 0
+	for i, w := range eff.Writes {
+		table, k, n, err := describeWrite(w)
+		if err != nil {
+			return bad("effect write %d: %v", i, err)
+		}
+		size += n
+		if k == nil {
+			puts = append(puts, i)
+			continue
+		}
+		if name := emptyKeyValue(k); name != "" {
+			return bad("effect write %d: key attribute %q of %s is empty; DynamoDB refuses an empty key value", i, name, table)
+		}
+		if _, ok := keyAttrs[table]; !ok {
+			keyAttrs[table] = sortedNames(k)
+		}
+		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
+			return err
+		}
+	}
+	for _, i := range puts {
+		p := eff.Writes[i].Put
+		table := aws.ToString(p.TableName)
+		if n := itemSize(p.Item); n > maxItemBytes {
+			return bad("effect write %d puts an item of %d bytes; DynamoDB allows %d", i, n, maxItemBytes)
+		}
+		names, ok := keyAttrs[table]
+		if !ok {
+			continue // its key schema is unknown here; DynamoDB checks it
+		}
+		k := map[string]types.AttributeValue{}
+		for _, name := range names {
+			if v, ok := p.Item[name]; ok {
+				k[name] = v
+			}
+		}
+		if len(k) != len(names) {
+			return bad("effect write %d puts an item without its key attributes %v", i, names)
+		}
+		if name := emptyKeyValue(k); name != "" {
+			return bad("effect write %d: key attribute %q of %s is empty; DynamoDB refuses an empty key value", i, name, table)
+		}
+		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
+			return err
+		}
+	}
+	if size > maxTransactBytes {
+		return bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
+	}
+	return nil
+}
+
+// How DynamoDB names and measures the items of a transaction, as
+// validateEffect (run.go) checks an effect against its limits before
+// anything is sent.
+
+// emptyKeyValue is the name of a key attribute whose string or binary
+// value is empty, which DynamoDB refuses (a ValidationException, which
+// would otherwise fail the delivery as the kit's fault, on every retry).
+func emptyKeyValue(k map[string]types.AttributeValue) string {
+	for name, v := range k {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			if v.Value == "" {
+				return name
+			}
+		case *types.AttributeValueMemberB:
+			if len(v.Value) == 0 {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// target is one item: a table and its canonical key.
+type target struct{ table, key string }
+
+func (s *Store) addTarget(seen map[target]int, t target, i int, bad func(string, ...any) error) error {
+	if j, dup := seen[t]; dup {
+		if j < 0 {
+			return bad("effect write %d is on the claim record itself", i)
+		}
+		return bad("effect writes %d and %d are on the same item of %s; a transaction allows one action per item", j, i, t.table)
+	}
+	seen[t] = i
+	return nil
+}
+
+// describeWrite returns a write's table, its Key (nil for a Put) and its
+// approximate size in bytes.
+func describeWrite(w types.TransactWriteItem) (table string, key map[string]types.AttributeValue, size int, err error) {
+	ops := 0
+	var names map[string]string
+	var values map[string]types.AttributeValue
+	var exprs []*string
+	if w.Put != nil {
+		ops++
+		table, names, values = aws.ToString(w.Put.TableName), w.Put.ExpressionAttributeNames, w.Put.ExpressionAttributeValues
+		size += itemSize(w.Put.Item)
+		exprs = append(exprs, w.Put.ConditionExpression)
+		if len(w.Put.Item) == 0 {
+			return "", nil, 0, fmt.Errorf("Put without an Item")
+		}
+	}
+	if w.Update != nil {
+		ops++
+		table, key, names, values = aws.ToString(w.Update.TableName), w.Update.Key, w.Update.ExpressionAttributeNames, w.Update.ExpressionAttributeValues
+		exprs = append(exprs, w.Update.UpdateExpression, w.Update.ConditionExpression)
+		if aws.ToString(w.Update.UpdateExpression) == "" {
+			return "", nil, 0, fmt.Errorf("Update without an UpdateExpression")
+		}
+	}
+	if w.Delete != nil {
+		ops++
+		table, key, names, values = aws.ToString(w.Delete.TableName), w.Delete.Key, w.Delete.ExpressionAttributeNames, w.Delete.ExpressionAttributeValues
+		exprs = append(exprs, w.Delete.ConditionExpression)
+	}
+	if w.ConditionCheck != nil {
+		ops++
+		table, key, names, values = aws.ToString(w.ConditionCheck.TableName), w.ConditionCheck.Key, w.ConditionCheck.ExpressionAttributeNames, w.ConditionCheck.ExpressionAttributeValues
+		exprs = append(exprs, w.ConditionCheck.ConditionExpression)
+		if aws.ToString(w.ConditionCheck.ConditionExpression) == "" {
+			return "", nil, 0, fmt.Errorf("ConditionCheck without a ConditionExpression")
+		}
+	}
+	switch {
+	case ops == 0:
+		return "", nil, 0, fmt.Errorf("no operation (set one of Put, Update, Delete, ConditionCheck)")
+	case ops > 1:
+		return "", nil, 0, fmt.Errorf("%d operations in one write; set exactly one", ops)
+	case table == "":
+		return "", nil, 0, fmt.Errorf("no TableName")
+	case w.Put == nil && len(key) == 0:
+		return "", nil, 0, fmt.Errorf("no Key")
+	}
+	size += len(table) + itemSize(key) + itemSize(values)
+	for k, v := range names {
+		size += len(k) + len(v)
+	}
+	for _, e := range exprs {
+		size += len(aws.ToString(e))
+	}
+	return table, key, size, nil
+}
+
+// itemSize approximates DynamoDB's item size: attribute names plus values.
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return len(v.Value)/2 + 2
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)/2 + 2
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		return 3 + itemSize(v.Value) + len(v.Value)
+	default: // BOOL, NULL
+		return 1
+	}
+}
+
+// canonicalKey renders a key so that equal keys compare equal.
+func canonicalKey(k map[string]types.AttributeValue) string {
+	if len(k) == 1 { // the usual key: nothing to sort, one string to build
+		for name, v := range k {
+			if v, ok := v.(*types.AttributeValueMemberS); ok {
+				return name + "\x00S" + v.Value + "\x00"
+			}
+		}
+	}
+	var b strings.Builder
+	for _, name := range sortedNames(k) {
+		b.WriteString(name)
+		b.WriteByte(0)
+		switch v := k[name].(type) {
+		case *types.AttributeValueMemberS:
+			b.WriteString("S" + v.Value)
+		case *types.AttributeValueMemberN:
+			b.WriteString("N" + v.Value)
+		case *types.AttributeValueMemberB:
+			b.WriteString("B" + string(v.Value))
+		default:
+			fmt.Fprintf(&b, "%T%v", v, v)
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// sortedNames are an item's or a key's attribute names, sorted.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

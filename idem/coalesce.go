@@ -1,0 +1,126 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+)
+
+// Deliveries of one key in flight in this process at once (Lambda
+// Managed Instances run several invokes in one process; a batch may hold a
+// message twice): the first leads and runs, the others wait for its
+// outcome and answer from it, with no handler run and no call.
+
+// leadOrWait makes a delivery of id lead its key's call in this process
+// (lead is then not nil: the caller runs the delivery and completes the
+// call with its outcome), or waits for the delivery that leads it and
+// answers from the claim it settled, as the cache answers: a Duplicate or
+// a key reuse, with no call. A leader that settled nothing lets the
+// waiting delivery run: it then leads a call of its own.
+func (s *Store) leadOrWait(ctx context.Context, msg Message, id Record) (lead *keyCall, res Result, err error) {
+	for {
+		c, leads := s.inflight.join(id.Key)
+		if leads {
+			return c, Result{}, nil
+		}
+		stored, known, err := c.wait(ctx)
+		if err != nil {
+			return nil, Result{}, &RetryableError{Key: id.Key, Err: err}
+		}
+		if known {
+			res, err := s.answerKnown(msg, id, stored)
+			return nil, res, err
+		}
+	}
+}
+
+// inflight are the keys being processed in this process, each by one
+// delivery that leads it.
+type inflight struct {
+	mu    sync.Mutex
+	calls map[string]*keyCall
+}
+
+// keyCall is one key's delivery in progress, and its leader's duty to
+// complete it: with its outcome, or, if the delivery never reached one (a
+// panic past every recovery), with nothing known, so that no delivery
+// waits for ever. Once complete, rec is the claim DynamoDB holds for the
+// key, when known.
+type keyCall struct {
+	in       *inflight
+	key      string
+	done     chan struct{} // made once a delivery waits (under in.mu): most calls have none
+	complete bool          // under in.mu
+	rec      Record
+	known    bool
+}
+
+// join returns key's call and whether the caller leads it: a leader must
+// complete it.
+func (in *inflight) join(key string) (*keyCall, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if c, ok := in.calls[key]; ok {
+		return c, false
+	}
+	if in.calls == nil {
+		in.calls = map[string]*keyCall{}
+	}
+	c := &keyCall{in: in, key: key}
+	in.calls[key] = c
+	return c, true
+}
+
+// wait waits for c to complete: it returns the claim its leader settled,
+// and false when the leader settled none (the caller then runs on its
+// own), or ctx's end.
+func (c *keyCall) wait(ctx context.Context) (Record, bool, error) {
+	c.in.mu.Lock()
+	if c.complete {
+		c.in.mu.Unlock()
+		return c.rec, c.known, nil
+	}
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	done := c.done
+	c.in.mu.Unlock()
+	select {
+	case <-done:
+		return c.rec, c.known, nil
+	case <-ctx.Done():
+		return Record{}, false, ctx.Err()
+	}
+}
+
+// finish completes the leader's call with its outcome: the claim
+// DynamoDB holds after its delivery (res, or a key reuse's stored claim),
+// if the delivery settled it. A delivery that failed leaves nothing known,
+// and the deliveries waiting for it run on their own.
+func (c *keyCall) finish(res Result, err error) {
+	if rec, ok := settledClaim(res, err); ok {
+		// A copy: the leader's caller may change its Result once it has
+		// it, while a waiting delivery reads this.
+		rec.Response = slices.Clone(rec.Response)
+		c.rec, c.known = rec, true
+	}
+	c.in.mu.Lock()
+	defer c.in.mu.Unlock()
+	if c.in.calls[c.key] == c {
+		delete(c.in.calls, c.key)
+	}
+	c.complete = true
+	if c.done != nil {
+		close(c.done)
+	}
+}
+
+// finishUnlessDone completes a call its leader left without an outcome.
+func (c *keyCall) finishUnlessDone() {
+	if !c.complete { // only its leader writes it
+		c.finish(Result{}, errNoOutcome)
+	}
+}
+
+var errNoOutcome = errors.New("idem: the delivery ended before its outcome")
