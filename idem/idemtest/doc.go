@@ -50,22 +50,4 @@
 // signatures webhook senders compute (HMACSignature, StripeSignature), a
 // table's stream as Lambda reads it (StreamRecords), and
 // CheckJSONRoundTrip for event files.
-//
-// # Upgrading
-//
-// From the previous release, one function where there were twins, and
-// helpers that fit every handler of the kit:
-//
-//   - Client takes an endpoint: Client(Endpoint(t)) for Client(t);
-//     NewClient is Client.
-//   - Start(ctx) replaces ExampleEnv, and returns an error saying what is
-//     missing. MakeTable is gone: CreateTable takes a testing.TB, and Start
-//     creates an Env's tables for code without one.
-//   - Endpoint(t) and Main replace SharedEndpoint, ExternalEndpoint and
-//     Stop; Main takes any m with Run() int.
-//   - Replay and ReplayConcurrently take the handler and the event
-//     (idemtest.Replay(ctx, 3, handle, idemtest.SQSEvent(msg))) and return
-//     each delivery's response and error; Outcomes counts what the Store
-//     made of them, where a ReplayReport did.
-//   - Received is SQSRecord.
 package idemtest

@@ -59,21 +59,4 @@
 // queue only), alarms on the relay's iterator age and errors, and
 // LedgerFunction, an idem/sqsconsumer consumer writing one ledger item per
 // message.
-//
-// # Upgrading
-//
-// From the previous release:
-//
-//   - A batch's calls go out concurrently, up to Options.Concurrency; 1
-//     sends them one after another, as before.
-//   - Outgoing messages' ids name the claim that committed them (see
-//     idem's doc); outbox items written before the upgrade keep the id
-//     stored in them, and the relay sends them under it.
-//   - An EventBridge message's detail may not hold a top-level field that
-//     a Go decoder takes for "idempotencyKey" (IdempotencyKey,
-//     IDEMPOTENCYKEY, …), which would shadow the relayed key: it is refused
-//     before the commit. An item written before the upgrade with such a
-//     field is failed by the relay, logged at ERROR, to go to the
-//     on-failure destination, instead of reaching a consumer that would
-//     read it under the wrong key.
 package outbox

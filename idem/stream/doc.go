@@ -42,9 +42,4 @@
 // Two consumers of one stream that share a processed-ids table set
 // distinct ClaimedOptions.Source values, or each would take the other's
 // claims for its own.
-//
-// # Upgrading
-//
-// ErrDeadline is idem.ErrDeadline, one sentinel for this package and
-// idem/sqsconsumer.
 package stream

@@ -129,30 +129,4 @@
 //	body='{"id":"evt_001","account":"acc-9","cents":500}'
 //	sig=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$WEBHOOK_SECRET" | sed 's/^.* //')
 //	curl -i "$URL/webhooks/credits" -H 'Idempotency-Key: evt_001' -H "X-Signature: sha256=$sig" --data-binary "$body"
-//
-// # Upgrading
-//
-// From the previous release:
-//
-//   - A Receiver left at its default Source and served by a Mux takes the
-//     route as its Source. Its claims were stored under "webhook#<key>", so
-//     a retry of a request first sent before the upgrade would be applied
-//     again. To keep the old keys, set Options.Source to "webhook" on that
-//     Receiver (two such Receivers in one Mux shared keys: keep "webhook"
-//     on the one whose clients retry, for as long as the retention), or
-//     deploy when no client is retrying.
-//   - A REST API request with Idempotency-Key in two spellings and two
-//     values is a 400, the same on every retry.
-//   - Reject returns a func(*idem.RejectedError) ([]byte, error), the type
-//     of idem.Effect.Rejected now; code that assigns it to Effect.Rejected
-//     is unchanged.
-//
-// The release before: one Effect type, so a Handler returns (Response,
-// idem.Effect, error) and webhook.Effect is gone; Reject encodes a recorded
-// rejection's answer; SecretEnv is secrets.Env in idem/webhook/secrets; the
-// signing helpers are in idemtest. The Stripe and GitHub presets
-// fingerprint the event, not the body: claims stored before hold the
-// body's digest and keep comparing by it, so a retry with the same bytes is
-// still a redelivery, but a Stripe retry rendered afresh of an event first
-// delivered before that upgrade was a 422 until Stripe stopped retrying it.
 package webhook
