@@ -76,8 +76,10 @@ type OutgoingMessage struct {
 
 	// Body is the message: an SQS message's body, or an EventBridge
 	// event's detail, which must then be a JSON object. Not empty, and of
-	// the characters SQS takes; with its attributes, at most
-	// MaxOutgoingBytes.
+	// the characters SQS takes; with its attributes, at most 256 KiB as
+	// SQS counts a message (every attribute's name, type and value, the
+	// relay's IdempotencyKey and Type included), also an EventBridge
+	// entry's limit.
 	Body string
 
 	// Attributes are string message attributes (SQS), at most 8 besides
@@ -92,11 +94,8 @@ type OutgoingMessage struct {
 	GroupID string
 }
 
-// MaxOutgoingBytes bounds an OutgoingMessage as SQS counts a message: its
-// Body with every attribute's name, type and value, the relay's
-// IdempotencyKey and Type included; 256 KiB, also an EventBridge entry's
-// limit.
-const MaxOutgoingBytes = 256 << 10
+// maxOutgoingBytes bounds an OutgoingMessage (its Body's doc).
+const maxOutgoingBytes = 256 << 10
 
 // outboxID is the id of the outbox item w puts, or "" when w is none.
 func outboxID(w types.TransactWriteItem) string {

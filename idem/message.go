@@ -58,13 +58,3 @@ func FromContext(ctx context.Context) (Message, bool) {
 	d, ok := ctx.Value(ctxKey{}).(delivery)
 	return d.msg, ok
 }
-
-// KeyFromContext returns the claim key of the message a Handler's context
-// carries: stable across redeliveries, unique per scope and id. A handler
-// that calls another service before the commit should run under a lease
-// (ProcessLeased) and forward LeaseFromContext's Key, the same key: without
-// a lease two deliveries may call at once.
-func KeyFromContext(ctx context.Context) (string, bool) {
-	d, ok := ctx.Value(ctxKey{}).(delivery)
-	return d.key, ok
-}

@@ -89,23 +89,21 @@ func TestLogsAndMetricsPerOutcome(t *testing.T) {
 	}
 }
 
-func TestHandlerSeesItsMessageAndKey(t *testing.T) {
+func TestHandlerSeesItsMessage(t *testing.T) {
 	e := newEnv(t)
-	var gotKey string
 	var gotMsg idem.Message
 	_, err := e.store.Process(context.Background(), msg, func(ctx context.Context, m idem.Message) (idem.Effect, error) {
-		gotKey, _ = idem.KeyFromContext(ctx)
 		gotMsg, _ = idem.FromContext(ctx)
 		return idem.Effect{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotKey != "credits#evt_001" || gotMsg.ID != msg.ID {
-		t.Errorf("context: want key credits#evt_001 and id %s, got %q and %q", msg.ID, gotKey, gotMsg.ID)
+	if gotMsg.ID != msg.ID {
+		t.Errorf("context: want id %s, got %q", msg.ID, gotMsg.ID)
 	}
-	if _, ok := idem.KeyFromContext(context.Background()); ok {
-		t.Error("a bare context claims to carry a key")
+	if _, ok := idem.FromContext(context.Background()); ok {
+		t.Error("a bare context claims to carry a message")
 	}
 }
 

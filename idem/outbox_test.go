@@ -169,7 +169,7 @@ func TestOutboxRefusesBadMessages(t *testing.T) {
 		{"event detail with a Kelvin sign", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "{\"idempotency\u212aey\":\"order-7\"}"}}}, "a Go decoder takes"},
 		{"event detail blank", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: "eventbridge:b", Type: "t", Body: "   "}}}, "JSON object"},
 		{"empty body", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue}}}, "empty Body"},
-		{"body too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", idem.MaxOutgoingBytes)}}}, "the limit is"},
+		{"body too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", 256<<10)}}}, "the limit is"},
 		{"body and attributes too large", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: strings.Repeat("x", 200<<10), Attributes: map[string]string{"big": strings.Repeat("y", 100<<10)}}}}, "with its attributes"},
 		{"body not UTF-8", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "\xff"}}}, "not valid UTF-8"},
 		{"body with a control character", idem.Effect{Messages: []idem.OutgoingMessage{{Destination: ledgerQueue, Body: "a\x01b"}}}, "SQS refuses"},

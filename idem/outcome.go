@@ -106,8 +106,8 @@ func newObserver(o *Options) observer {
 	return observer{observers: o.Observers, log: o.Logger, now: o.Now}
 }
 
-// OutcomeOf names the outcome of a Process call, as logged and counted.
-func OutcomeOf(res Result, err error) Outcome {
+// outcomeOf names the outcome of a Process call, as logged and counted.
+func outcomeOf(res Result, err error) Outcome {
 	switch {
 	case err == nil:
 		return res.Outcome
@@ -135,7 +135,7 @@ func (s *Store) report(ctx context.Context, outcome Outcome, msg Message, err er
 // ends its span (t) with it; id is the claim the delivery made, or would
 // have.
 func (s *Store) settle(ctx context.Context, t *deliveryTrace, msg Message, id Record, res Result, err error) {
-	s.obs.record(ctx, OutcomeOf(res, err), msg, id, res, err)
+	s.obs.record(ctx, outcomeOf(res, err), msg, id, res, err)
 	t.end(id.Key, res, err)
 }
 
@@ -214,7 +214,7 @@ func (t *deliveryTrace) end(key string, res Result, err error) {
 		return
 	}
 	t.ended = true
-	outcome := OutcomeOf(res, err)
+	outcome := outcomeOf(res, err)
 	attrs := []attribute.KeyValue{attrOutcome.String(string(outcome)), attrCached.Bool(res.Cached), attrSends.Int(t.sends)}
 	if key != "" {
 		attrs = append(attrs, attrKeyHash.String(tracectx.KeyHash(key)))

@@ -87,7 +87,7 @@ func (s *Store) addOutbox(rec Record, eff *Effect, now time.Time) error {
 	expires := strconv.FormatInt(now.Add(s.opts.OutboxRetention).Unix(), 10)
 	created := now.UTC().Format(time.RFC3339Nano)
 	for i, m := range eff.Messages {
-		if err := wire.CheckMessage(wire.Message{Destination: m.Destination, Type: m.Type, Body: m.Body, GroupID: m.GroupID, Attributes: m.Attributes}, MaxOutgoingBytes); err != nil {
+		if err := wire.CheckMessage(wire.Message{Destination: m.Destination, Type: m.Type, Body: m.Body, GroupID: m.GroupID, Attributes: m.Attributes}, maxOutgoingBytes); err != nil {
 			return &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("outgoing message %d: %v", i, err)}
 		}
 		id := wire.ID(s.table, rec.Key, rec.ClaimedAt, i)

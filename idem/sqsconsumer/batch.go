@@ -41,7 +41,7 @@ func (c *consumer) runWaves(ctx, work context.Context, recs []events.SQSMessage,
 			rec := recs[i]
 			switch {
 			case failed[l] >= 0:
-				fail(l, i, c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", ErrGroupStopped, rec.Attributes["MessageGroupId"], recs[failed[l]].MessageId)))
+				fail(l, i, c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", errGroupStopped, rec.Attributes["MessageGroupId"], recs[failed[l]].MessageId)))
 			case !c.mayStart(ctx):
 				fail(l, i, c.skip(ctx, rec, idem.ErrDeadline))
 			default:

@@ -83,7 +83,7 @@
 // if it did commit, the redelivery is a Duplicate), a conflict that
 // outlived its retries, or a record not started because the Lambda deadline
 // was within Options.DeadlineMargin (idem.ErrDeadline) or an earlier record
-// of its FIFO group failed (ErrGroupStopped). Each record is logged and
+// of its FIFO group failed. Each record is logged and
 // counted once, by the Store, including the failures Process never saw; a
 // key reused with another payload is logged at WARN with both
 // fingerprints. With Options.Lease, a record whose lease another delivery

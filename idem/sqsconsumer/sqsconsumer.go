@@ -21,10 +21,10 @@ import (
 // does; idem.FromContext gives the message the kit built from it.
 type Handler func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error)
 
-// ErrGroupStopped reports a record not processed because an earlier record
+// errGroupStopped reports a record not processed because an earlier record
 // of its FIFO message group failed: it must wait, to keep the group's
 // order. A record not started for the deadline is idem.ErrDeadline.
-var ErrGroupStopped = errors.New("sqsconsumer: not started: an earlier record of its message group failed")
+var errGroupStopped = errors.New("sqsconsumer: not started: an earlier record of its message group failed")
 
 // Options configure the batch handler New returns. Every default is written
 // once, on its field, and applied in New.
@@ -201,7 +201,7 @@ func (c *consumer) runLane(ctx, work context.Context, recs []events.SQSMessage, 
 		errs[i] = guard("processing the record", func() error {
 			switch {
 			case failed >= 0:
-				return c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", ErrGroupStopped, rec.Attributes["MessageGroupId"], recs[failed].MessageId))
+				return c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", errGroupStopped, rec.Attributes["MessageGroupId"], recs[failed].MessageId))
 			case !c.mayStart(ctx):
 				return c.skip(ctx, rec, idem.ErrDeadline)
 			}

@@ -7,9 +7,9 @@
 // Writes commit with the delivery's claim in one transaction, the shape of
 // every handler in the kit (idem.Wrap's too). JSONHandler decodes the body
 // into a Go value first. A Receiver serves HTTP API events (payload 2.0,
-// also Lambda function URLs) with HandleV2 and REST API proxy events with
-// HandleV1, in aws-lambda-go's own types; a Mux routes several senders by
-// method and path:
+// also Lambda function URLs) with HandleV2, in aws-lambda-go's own types; a
+// Mux routes several senders by method and path, and its Handle serves a
+// REST API's proxy events too:
 //
 //	type credit struct {
 //		Account string `json:"account"`

@@ -6,13 +6,13 @@ import (
 	"strconv"
 )
 
-// StripeFingerprint is Stripe's payload identity: the event's "id", "type"
+// stripeFingerprint is Stripe's payload identity: the event's "id", "type"
 // and "created", which every attempt of one event keeps. The bytes do not:
 // Stripe renders each attempt afresh, so "pending_webhooks" (the endpoints
 // still waiting) and even the API version may change between attempts of
 // one evt_…. A field that is absent reads as null; one of another JSON type
 // is an error.
-func StripeFingerprint(req Request) (string, error) {
+func stripeFingerprint(req Request) (string, error) {
 	raw, err := topFields(req.Body, "id", "type", "created")
 	if err != nil {
 		return "", err
@@ -35,10 +35,10 @@ func StripeFingerprint(req Request) (string, error) {
 	return identity("stripe", id, typ, created), nil
 }
 
-// GitHubFingerprint is GitHub's payload identity: the X-GitHub-Delivery
+// gitHubFingerprint is GitHub's payload identity: the X-GitHub-Delivery
 // GUID and the X-GitHub-Event name, which a redelivery keeps. An absent
 // header reads as "".
-func GitHubFingerprint(req Request) (string, error) {
+func gitHubFingerprint(req Request) (string, error) {
 	return identity("github", req.Header.Get("X-GitHub-Delivery"), req.Header.Get("X-GitHub-Event")), nil
 }
 

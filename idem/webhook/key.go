@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// MaxKeyBytes bounds an idempotency key.
-const MaxKeyBytes = 255
+// maxKeyBytes bounds an idempotency key.
+const maxKeyBytes = 255
 
 // IdempotencyKey reads the Idempotency-Key header
 // (draft-ietf-httpapi-idempotency-key-header) or, when it is absent and
@@ -18,7 +18,7 @@ const MaxKeyBytes = 255
 // "…" with \" and \\ escapes; both forms of one value are the same key. A
 // bare value with a comma is refused: it is what two Idempotency-Key
 // headers become once combined, as API Gateway combines them.
-func IdempotencyKey(field string) KeyFunc {
+func IdempotencyKey(field string) func(h Header, body []byte) (string, error) {
 	return func(h Header, body []byte) (string, error) {
 		if v := h.Get("Idempotency-Key"); v != "" {
 			return unquote(v)
@@ -34,15 +34,15 @@ func IdempotencyKey(field string) KeyFunc {
 	}
 }
 
-// StripeEventID is Stripe's key: the event's top-level "id" (evt_…), which
+// stripeEventID is Stripe's key: the event's top-level "id" (evt_…), which
 // Stripe keeps across every retry of the event.
-func StripeEventID(_ Header, body []byte) (string, error) {
+func stripeEventID(_ Header, body []byte) (string, error) {
 	return bodyString(body, "id")
 }
 
-// GitHubDelivery is GitHub's key: the X-GitHub-Delivery GUID, which a
+// gitHubDelivery is GitHub's key: the X-GitHub-Delivery GUID, which a
 // redelivery keeps.
-func GitHubDelivery(h Header, _ []byte) (string, error) {
+func gitHubDelivery(h Header, _ []byte) (string, error) {
 	if v := h.Get("X-GitHub-Delivery"); v != "" {
 		// A GUID has no comma: one here is two headers joined, and either
 		// alone would be another key on a retry.
@@ -106,15 +106,15 @@ func unquote(v string) (string, error) {
 	return string(b), nil
 }
 
-// checkKey accepts 1 to MaxKeyBytes printable ASCII characters (space to
+// checkKey accepts 1 to maxKeyBytes printable ASCII characters (space to
 // '~'): what a structured-field string may hold, and what fits a claim key
 // with room to spare.
 func checkKey(k string) error {
 	if k == "" {
 		return errors.New("the idempotency key is empty")
 	}
-	if len(k) > MaxKeyBytes {
-		return fmt.Errorf("the idempotency key is %d bytes; at most %d are allowed", len(k), MaxKeyBytes)
+	if len(k) > maxKeyBytes {
+		return fmt.Errorf("the idempotency key is %d bytes; at most %d are allowed", len(k), maxKeyBytes)
 	}
 	for i := 0; i < len(k); i++ {
 		if c := k[i]; c < ' ' || c > '~' {

@@ -39,9 +39,9 @@ func (m Mux) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (ev
 	return r.handleV2(ctx, e, route)
 }
 
-// HandleV1 routes a REST API proxy delivery by its method and resource,
+// handleV1 routes a REST API proxy delivery by its method and resource,
 // else by its method and path.
-func (m Mux) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+func (m Mux) handleV1(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	route := e.HTTPMethod + " " + e.Resource
 	r := m[route]
 	if r == nil {
@@ -56,8 +56,9 @@ func (m Mux) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest) (eve
 }
 
 // Handle serves either payload format, told apart by the event's "version"
-// and "httpMethod": for a function behind both a REST and an HTTP API, or
-// invoked locally with either kind of event. It returns an
+// and "httpMethod": a REST API's proxy events (payload format 1.0, routed
+// by their method and resource, else their path), an HTTP API's, or a
+// function behind both, or invoked locally with either kind of event. It returns an
 // events.APIGatewayV2HTTPResponse or an events.APIGatewayProxyResponse, and
 // an error only for an event that is neither.
 func (m Mux) Handle(ctx context.Context, event json.RawMessage) (any, error) {
@@ -80,7 +81,7 @@ func (m Mux) Handle(ctx context.Context, event json.RawMessage) (any, error) {
 		if err := json.Unmarshal(event, &e); err != nil {
 			return nil, &notAPIGatewayEvent{"payload 1.0: " + err.Error()}
 		}
-		return m.HandleV1(ctx, e)
+		return m.handleV1(ctx, e)
 	}
 	return nil, &notAPIGatewayEvent{`it has neither "version": "2.0" nor "httpMethod"`}
 }

@@ -23,24 +23,25 @@ type Options struct {
 	// accepts unsigned deliveries: set one for every sender that signs.
 	Verifier Verifier
 
-	// Key reads a delivery's idempotency key from its headers or body; an
-	// error, or a key that is empty, longer than 255 bytes or not printable
-	// ASCII, is a 400. Defaults to IdempotencyKey(""): the Idempotency-Key
-	// header.
-	Key KeyFunc
+	// Key reads a delivery's idempotency key from its headers or body, the
+	// id the sender keeps stable across redeliveries; an error, or a key
+	// that is empty, longer than 255 bytes or not printable ASCII, is a
+	// 400. Defaults to IdempotencyKey(""): the Idempotency-Key header.
+	Key func(h Header, body []byte) (string, error)
 
 	// Fingerprint reads what identifies a keyed delivery's payload. A
 	// delivery whose key was claimed with another fingerprint is a 422; one
 	// with the same fingerprint is answered with the stored response, even
 	// when its bytes changed (logged at INFO with both bodies' SHA-256). An
 	// error is a 400. The Stripe and GitHub presets set the provider's
-	// stable identity of the event (StripeFingerprint, GitHubFingerprint),
-	// since a provider may render each attempt afresh; a claim stored with
+	// stable identity of the event, since a provider may render each
+	// attempt afresh; req.Key is set, and returning "" leaves the body's
+	// SHA-256 as the fingerprint. A claim stored with
 	// the body's SHA-256 (before a fingerprint was set) still matches only
 	// the same bytes. Defaults to nil: the
 	// SHA-256 of the whole body, right for keys the client chooses
 	// (Idempotency-Key), reused with another body only by mistake.
-	Fingerprint FingerprintFunc
+	Fingerprint func(req Request) (string, error)
 
 	// MaxBodyBytes bounds the body, after base64 decoding; a larger body is
 	// a 413. Defaults to 262,144 (256 KiB).
@@ -83,16 +84,6 @@ type Verifier interface {
 	Verify(h Header, body []byte) error
 }
 
-// A KeyFunc reads a delivery's idempotency key, the id the sender keeps
-// stable across redeliveries. The Receiver validates what it returns.
-type KeyFunc func(h Header, body []byte) (string, error)
-
-// A FingerprintFunc reads what identifies a verified delivery's payload;
-// req.Key is set. Two deliveries with one key and one fingerprint are one
-// message, whatever their bytes. Returning "" leaves the body's SHA-256 as
-// the fingerprint.
-type FingerprintFunc func(req Request) (string, error)
-
 // Request is a verified delivery with its key.
 type Request struct {
 	Method string // the HTTP method
@@ -110,27 +101,29 @@ type Request struct {
 
 // Stripe configures a Receiver for Stripe: Source "stripe", the
 // Stripe-Signature verified with secrets by a StripeVerifier (5 minutes'
-// tolerance), the event's "id" (evt_…) as the key, and StripeFingerprint,
-// so that a retry Stripe rendered afresh is replayed, not a 422.
+// tolerance), the event's "id" (evt_…) as the key, and the event's "id",
+// "type" and "created" as its fingerprint, so that a retry Stripe rendered
+// afresh is replayed, not a 422.
 func Stripe(secrets ...string) func(*Options) {
 	return func(o *Options) {
 		o.Source = "stripe"
 		o.Verifier = &StripeVerifier{Secrets: secrets}
-		o.Key = StripeEventID
-		o.Fingerprint = StripeFingerprint
+		o.Key = stripeEventID
+		o.Fingerprint = stripeFingerprint
 	}
 }
 
 // GitHub configures a Receiver for GitHub: Source "github", the
 // X-Hub-Signature-256 verified with secrets, the X-GitHub-Delivery GUID as
-// the key, and GitHubFingerprint. GitHub signs no timestamp, so replay
+// the key, and that GUID with the X-GitHub-Event name as the fingerprint.
+// GitHub signs no timestamp, so replay
 // protection rests on the delivery id; set the hook's content type to
 // application/json.
 func GitHub(secrets ...string) func(*Options) {
 	return func(o *Options) {
 		o.Source = "github"
 		o.Verifier = &HMACVerifier{Secrets: secrets, Header: "X-Hub-Signature-256"}
-		o.Key = GitHubDelivery
-		o.Fingerprint = GitHubFingerprint
+		o.Key = gitHubDelivery
+		o.Fingerprint = gitHubFingerprint
 	}
 }

@@ -59,12 +59,6 @@ func (r *Receiver) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPReques
 	return r.handleV2(ctx, e, "")
 }
 
-// HandleV1 serves a REST API proxy delivery (or an HTTP API's payload format
-// 1.0), as HandleV2 does.
-func (r *Receiver) HandleV1(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	return r.handleV1(ctx, e, "")
-}
-
 // handleV2 is HandleV2 for a delivery a Mux routed by route ("" when none
 // did).
 func (r *Receiver) handleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest, route string) (events.APIGatewayV2HTTPResponse, error) {
@@ -292,7 +286,7 @@ const nothingDone = "the delivery could not be processed; nothing was applied or
 // finds as a Duplicate.
 func (r *Receiver) answerError(key string, err error) Response {
 	var (
-		bad     *BadRequestError
+		bad     *badRequestError
 		replay  *idem.ReplayError
 		handler *idem.HandlerError
 		panicky *idem.PanicError

@@ -26,16 +26,16 @@ func JSON(status int, v any) (Response, error) {
 	return Response{Status: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: b}, nil
 }
 
-// BadRequestError is a Handler's verdict that the payload is malformed: a
-// 400 whose detail is Err's text. Nothing is recorded, so the sender may
+// badRequestError is a Handler's verdict that the payload is malformed.
+type badRequestError struct{ Err error }
+
+func (e *badRequestError) Error() string { return "webhook: bad request: " + e.Err.Error() }
+func (e *badRequestError) Unwrap() error { return e.Err }
+
+// BadRequest marks err as the payload's fault, for a Handler to return: a
+// 400 whose detail is err's text. Nothing is recorded, so the sender may
 // send the corrected payload under the same key.
-type BadRequestError struct{ Err error }
-
-func (e *BadRequestError) Error() string { return "webhook: bad request: " + e.Err.Error() }
-func (e *BadRequestError) Unwrap() error { return e.Err }
-
-// BadRequest marks err as the payload's fault, for a Handler to return.
-func BadRequest(err error) error { return &BadRequestError{Err: err} }
+func BadRequest(err error) error { return &badRequestError{Err: err} }
 
 // problem is an RFC 9457 problem detail: type "about:blank", so the title
 // is the status's name and the detail says what went wrong.

@@ -145,8 +145,8 @@ func newLeaseEnv(ctx context.Context, endpoint string, mode leaseMode, delay tim
 // Lease.Key; without one it is the same claim key, which is what a handler
 // forwards today: unsafe, as two deliveries may call at once.
 func (e *leaseEnv) handler(m message) idem.Handler {
-	return func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
-		key, _ := idem.KeyFromContext(ctx)
+	return func(ctx context.Context, msg idem.Message) (idem.Effect, error) {
+		key := msg.Source + "#" + msg.ID // the claim key, as the Store makes it (no KeyPrefix)
 		if l, ok := idem.LeaseFromContext(ctx); ok {
 			key = l.Key
 		}

@@ -14,7 +14,7 @@ func (r report) leaseSection(p func(string, ...any)) {
 	}
 	p("## Lease mode beside the one-transaction mode\n\n")
 	p("The handler calls an external service before its effect can be described: an in-process stand-in for a payment API that answers after %s and deduplicates by key (the same key gets the same receipt), then credits an account with the receipt as its response. ", lr.external)
-	p("Under `ProcessLeased` it forwards `Lease.Key`; under `Process` it makes the same call inside its handler with `idem.KeyFromContext`'s key, as a handler does today without the lease: unsafe, since two deliveries may call at once, but the latency comparison is fair. ")
+	p("Under `ProcessLeased` it forwards `Lease.Key`; under `Process` it makes the same call inside its handler with the same claim key, as a handler does without the lease: unsafe, since two deliveries may call at once, but the latency comparison is fair. ")
 	p("Latency: %d messages, one client, one at a time, each delivered twice, the modes and servers taking turns. ", lr.latN)
 	p("Concurrent duplicates, on the local server (they count calls and effects): %d messages, one after another, each delivered at once from %d goroutines, each its own `Store` (its own environment), each delivering again %s after a retryable failure (`ErrLeaseHeld` among them) until it succeeds, as SQS would; extra calls are the calls the external service received beyond one per message.\n\n", lr.dupN, lr.envs, redeliverAfter)
 	p("| mode | calls/first | calls/dup | external calls/first | external calls/dup | extra external calls, concurrent duplicates | double effects, concurrent duplicates | deliveries per message, concurrent duplicates |\n")

@@ -123,17 +123,19 @@ func (k *keyFlags) resolve(e *env) (target, error) {
 		if k.queue != "" || k.route != "" {
 			return t, usagef("the Stripe and GitHub presets set the Source (stripe, github): a %s has no part in it", scopes[0])
 		}
-		preset, id, via := webhook.Stripe(), k.stripe, "webhook.StripeEventID"
+		// The preset's own key function reads the id, as the Receiver did.
+		var o webhook.Options
+		id, via := k.stripe, "webhook.Stripe's key (the event's id)"
+		webhook.Stripe()(&o)
 		if k.github != "" {
+			o, via = webhook.Options{}, "webhook.GitHub's key (X-GitHub-Delivery)"
+			webhook.GitHub()(&o)
 			var err error
-			preset, via = webhook.GitHub(), "webhook.GitHubDelivery"
-			if id, err = webhook.GitHubDelivery(webhook.Header{"X-GitHub-Delivery": k.github}, nil); err != nil {
+			if id, err = o.Key(webhook.Header{"X-GitHub-Delivery": k.github}, nil); err != nil {
 				return t, usagef("-github: %v", err)
 			}
 		}
 		if msg.Source == "" { // -source: a Receiver that set its own after the preset
-			var o webhook.Options
-			preset(&o)
 			msg.Source = o.Source
 		}
 		msg.ID, t.via, t.webhook = id, via, true

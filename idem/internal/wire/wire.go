@@ -117,7 +117,7 @@ type Message struct {
 // CheckMessage refuses, before anything commits, a message its
 // destination would refuse: once committed, such a message would fail the
 // relay on every retry and end at its on-failure destination, unsent.
-// maxBytes bounds it as SQS counts a message (idem.MaxOutgoingBytes).
+// maxBytes bounds it as SQS counts a message (idem.OutgoingMessage.Body's doc).
 func CheckMessage(m Message, maxBytes int) error {
 	if err := checkDestination(m); err != nil {
 		return err

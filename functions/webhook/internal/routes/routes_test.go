@@ -179,7 +179,7 @@ func TestStripe(t *testing.T) {
 		{"payment", stripeEvent("evt_1", "payment_intent.succeeded", paid("2500", "acc-9")), stripeSecret, now, 200, `{"status":"processed","id":"evt_1"}`},
 		{"payment redelivered", stripeEvent("evt_1", "payment_intent.succeeded", paid("2500", "acc-9")), stripeSecret, now, 200, `{"status":"processed","id":"evt_1"}`},
 		// Stripe renders each attempt afresh: the event, not its bytes, is
-		// the payload (webhook.StripeFingerprint).
+		// the payload (the Stripe preset's fingerprint).
 		{"payment redelivered, rendered afresh", strings.Replace(stripeEvent("evt_1", "payment_intent.succeeded", paid("2500", "acc-9")), `"object":"event",`, `"object":"event","pending_webhooks":1,`, 1),
 			stripeSecret, now, 200, `{"status":"processed","id":"evt_1"}`},
 		{"old secret", stripeEvent("evt_2", "payment_intent.succeeded", paid("100", "acc-9")), "whsec_old", now, 200, `"processed"`},

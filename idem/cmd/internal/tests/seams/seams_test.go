@@ -274,9 +274,13 @@ func TestHeaderInTwoSpellings(t *testing.T) {
 	}
 	statuses := map[int]int{}
 	for range 30 {
-		e := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/hook", Body: `{}`,
-			Headers: map[string]string{"IDEMPOTENCY-KEY": "a", "idempotency-key": "b"}}
-		resp, _ := r.HandleV1(context.Background(), e)
+		e, err := json.Marshal(events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/hook", Body: `{}`,
+			Headers: map[string]string{"IDEMPOTENCY-KEY": "a", "idempotency-key": "b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := webhook.Mux{"POST /hook": r}.Handle(context.Background(), e)
+		resp, _ := out.(events.APIGatewayProxyResponse)
 		statuses[resp.StatusCode]++
 	}
 	t.Logf("30 deliveries: statuses %v, balance %d", statuses, w.Balance(t, "acc-1"))
