@@ -62,15 +62,18 @@ func HTTPRequest(method, path, body string, headers map[string]string) events.AP
 }
 
 // RESTRequest is a REST API proxy request (payload format 1.0) with body
-// and headers as the client wrote them, for the resource path.
-func RESTRequest(method, path, body string, headers map[string]string) events.APIGatewayProxyRequest {
+// and headers as the client wrote them, for the resource path, as the JSON
+// Lambda hands the function: the event webhook.Mux's Handle serves
+// (Replay(ctx, 3, mux.Handle, RESTRequest(…))).
+func RESTRequest(method, path, body string, headers map[string]string) json.RawMessage {
 	e := events.APIGatewayProxyRequest{HTTPMethod: method, Resource: path, Path: path, Body: body,
 		Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}}
 	for k, v := range headers {
 		e.Headers[k], e.MultiValueHeaders[k] = v, []string{v}
 	}
 	e.RequestContext.RequestID = id("request", method, path, body)
-	return e
+	raw, _ := json.Marshal(e) // strings and maps of strings: it cannot fail
+	return raw
 }
 
 // EventBridgeEvent is an event of source and detailType whose detail is

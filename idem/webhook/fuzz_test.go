@@ -8,6 +8,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -131,18 +133,49 @@ func FuzzHMACVerifier(f *testing.F) {
 	})
 }
 
-// FuzzIdempotencyKey: reading a key or a fingerprint never panics, and what the body field
-// fallback returns is the field's string.
+// FuzzIdempotencyKey: reading a key or a fingerprint never panics; a
+// bare header value (no quotes, no comma, no outer spaces) is the key as
+// it is; and, with no header, what the body field fallback returns is the
+// field's string, as a map decodes it (the exact name, the last of
+// repeated fields), and a body whose field is a string always gives one.
 func FuzzIdempotencyKey(f *testing.F) {
 	f.Add(`"a\"b"`, []byte(`{"id":"x"}`))
 	f.Add(``, []byte(`{"id":7}`))
 	f.Add(`"\`, []byte(`[]`))
 	f.Add(``, []byte(`{"id":"\u0000"}`))
+	f.Add(``, []byte(`{"ID":"a","id":"b","id":"c"}`))
+	f.Add(`k-1`, []byte(`{}`))
 	key := webhook.IdempotencyKey("id")
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		_, _ = key(webhook.Header{"idempotency-key": header}, body)
+		k, err := key(webhook.Header{"idempotency-key": header}, body)
 		_, _ = webhook.StripeEventID(nil, body)
 		_, _ = webhook.GitHubDelivery(webhook.Header{"x-github-delivery": header}, body)
 		_, _ = webhook.StripeFingerprint(webhook.Request{Body: body})
+		if header != "" {
+			bare := !strings.ContainsAny(header, "\",") && strings.Trim(header, " \t") == header
+			if bare && (err != nil || k != header) {
+				t.Fatalf("header %q: want it as the key, got %q, %v", header, k, err)
+			}
+			return
+		}
+		// The Receiver reads a key only from a body that is one JSON
+		// value in valid UTF-8.
+		if !json.Valid(body) || !utf8.Valid(body) {
+			return
+		}
+		var fields map[string]json.RawMessage
+		var want *string
+		if json.Unmarshal(body, &fields) == nil && fields["id"] != nil {
+			var s string
+			if json.Unmarshal(fields["id"], &s) == nil {
+				want = &s
+			}
+		}
+		switch {
+		case want == nil && err == nil:
+			t.Fatalf("body %q has no string field \"id\", yet gave the key %q", body, k)
+		case want != nil && (err != nil || k != *want):
+			t.Fatalf("body %q: want the key %q, got %q, %v", body, *want, k, err)
+		}
 	})
 }
