@@ -5,6 +5,9 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
+
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // Deliveries of one key in flight in this process at once (Lambda
@@ -17,15 +20,26 @@ import (
 // call with its outcome), or waits for the delivery that leads it and
 // answers from the claim it settled, as the cache answers: a Duplicate or
 // a key reuse, with no call. A leader that settled nothing lets the
-// waiting delivery run: it then leads a call of its own.
+// waiting delivery run: it then leads a call of its own. A wait the
+// adapter bounded (seam.WithWait) that runs out is an *InFlightError.
 func (s *Store) leadOrWait(ctx context.Context, msg Message, id Record) (lead *keyCall, res Result, err error) {
+	waitCtx, bound := ctx, time.Duration(-1)
+	if d, ok := seam.Wait(ctx); ok {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+		bound = d
+	}
 	for {
 		c, leads := s.inflight.join(id.Key)
 		if leads {
 			return c, Result{}, nil
 		}
-		stored, known, err := c.wait(ctx)
-		if err != nil {
+		stored, known, err := c.wait(waitCtx)
+		switch {
+		case err != nil && bound >= 0 && ctx.Err() == nil:
+			return nil, Result{}, &InFlightError{Key: id.Key, Waited: bound, RetryAfter: inFlightRetry}
+		case err != nil:
 			return nil, Result{}, &RetryableError{Key: id.Key, Err: err}
 		}
 		if known {
@@ -124,3 +138,8 @@ func (c *keyCall) finishUnlessDone() {
 }
 
 var errNoOutcome = errors.New("idem: the delivery ended before its outcome")
+
+// inFlightRetry is when a delivery that gave up waiting for another of its
+// key in this process is told to come back: most deliveries settle within
+// it, and the retry is then a Duplicate from the cache or a claim.
+const inFlightRetry = time.Second

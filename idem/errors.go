@@ -185,11 +185,15 @@ type StoreError struct {
 func (e *StoreError) Error() string { return fmt.Sprintf("idem: %q: store: %v", e.Key, e.Err) }
 func (e *StoreError) Unwrap() error { return e.Err }
 
-// ErrLeaseHeld and ErrFenced match a *LeaseHeldError and a *FencedError;
-// both match ErrRetryable too, as retrying the delivery is right for both.
+// ErrLeaseHeld, ErrInFlight and ErrFenced match a *LeaseHeldError, an
+// *InFlightError and a *FencedError; each matches ErrRetryable too, as
+// retrying the delivery is right for them all.
 var (
 	// ErrLeaseHeld: another delivery of the message holds its lease.
 	ErrLeaseHeld = errors.New("idem: lease held by another delivery")
+	// ErrInFlight: another delivery of the message was running in this
+	// process for longer than this one could wait.
+	ErrInFlight = errors.New("idem: another delivery of the message is in flight")
 	// ErrFenced: the delivery's lease was taken over before its commit.
 	ErrFenced = errors.New("idem: lease taken over before the commit")
 )
@@ -215,6 +219,25 @@ func (e *LeaseHeldError) Error() string {
 
 func (e *LeaseHeldError) Is(target error) bool {
 	return target == ErrLeaseHeld || target == ErrRetryable
+}
+
+// InFlightError reports a delivery that gave up waiting for another
+// delivery of its message running in the same process (a webhook adapter
+// bounds that wait, to answer within its caller's limit): nothing was done
+// by this one; retry after RetryAfter, when the other has likely settled
+// and the retry is its Duplicate.
+type InFlightError struct {
+	Key        string
+	Waited     time.Duration
+	RetryAfter time.Duration
+}
+
+func (e *InFlightError) Error() string {
+	return fmt.Sprintf("idem: %q: another delivery of the message is running in this process (waited %v); retry after %v", e.Key, e.Waited, e.RetryAfter)
+}
+
+func (e *InFlightError) Is(target error) bool {
+	return target == ErrInFlight || target == ErrRetryable
 }
 
 // FencedError reports a delivery whose lease ended and was taken over by

@@ -35,7 +35,8 @@ const (
 	// failure of the consumer, so it is counted apart from Failed.
 	Refused Outcome = "Refused"
 	// InFlight: another delivery of the message holds its lease
-	// (ProcessLeased; a *LeaseHeldError), or was writing its claim
+	// (ProcessLeased; a *LeaseHeldError), was running in this process for
+	// longer than an adapter let this one wait (an *InFlightError), or was writing its claim
 	// through every one of this delivery's attempts (a *RetryableError of
 	// a transaction conflict on the claim); nothing was done, and the
 	// delivery is to be retried. Counted apart from Failed: it is a race
@@ -113,7 +114,7 @@ func outcomeOf(res Result, err error) Outcome {
 		return res.Outcome
 	case errors.Is(err, ErrKeyReuse):
 		return KeyReuse
-	case errors.Is(err, ErrLeaseHeld), claimContended(err):
+	case errors.Is(err, ErrLeaseHeld), errors.Is(err, ErrInFlight), claimContended(err):
 		return InFlight
 	case errors.Is(err, ErrFenced):
 		return Fenced

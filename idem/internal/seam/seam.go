@@ -8,6 +8,7 @@ package seam
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -67,6 +68,25 @@ func BatchSpanFrom(ctx context.Context, i int) Span {
 // adapter's Span.
 func WithDelivery(ctx context.Context, v any) context.Context {
 	return context.WithValue(ctx, spanKey{}, v)
+}
+
+// waitKey carries how long a delivery may wait for another delivery of
+// its key in flight in the same process.
+type waitKey struct{}
+
+// WithWait bounds how long a delivery may wait for another delivery of its
+// key that is running in the same process (a coalesced delivery) before it
+// is answered as in flight (an *idem.InFlightError): an adapter whose
+// caller gives up after a limit of its own (API Gateway's 29 seconds)
+// answers in time. Without it a delivery waits until its context ends.
+func WithWait(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, waitKey{}, max(d, 0))
+}
+
+// Wait is the bound WithWait set, and whether one was.
+func Wait(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(waitKey{}).(time.Duration)
+	return d, ok
 }
 
 // Delivery is what WithDelivery or an adapter set, or nil.
