@@ -78,7 +78,10 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	ctxs := make([]context.Context, len(msgs))
 	var waiters []waiter
 	var pending []*entry
+	msgs = slices.Clone(msgs) // the caller's, which get their tenants here
 	for i, msg := range msgs {
+		msg = withTenant(ctx, msg)
+		msgs[i] = msg
 		ctxs[i], traces[i] = s.startDelivery(ctx, msg, i)
 		id, err := s.identify(msg)
 		ids[i] = id
@@ -104,6 +107,14 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 			continue
 		}
 		pending = append(pending, &entry{i: i, rec: rec, eff: eff, writes: eff.Writes, c: claimAction{s.claim, s.claimFailed}, trace: traces[i]})
+	}
+	if len(pending) > 0 {
+		if err := s.checkTable(ctx, pending[0].rec.Key); err != nil {
+			for _, e := range pending {
+				b.out[e.i].Err = err
+			}
+			pending = nil
+		}
 	}
 	b.measure(pending)
 	for len(pending) > 0 || len(b.waiting) > 0 {

@@ -31,7 +31,8 @@ import (
 func TestAnswerLostAfterTheCommit(t *testing.T) {
 	e := newEnv(t)
 	faults := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultTruncatedResponse: 1}, Operations: []string{"TransactWriteItems"}}
-	cut, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option), e.processed, func(o *idem.Options) {})
+	oneRegion := func(o *idem.Options) { o.WritesInOneRegion = true } // only the transaction's requests
+	cut, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option), e.processed, oneRegion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestAnswerLostAfterTheCommit(t *testing.T) {
 		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{}, errors.New("no credentials here")
 		})
-	}), e.processed, func(o *idem.Options) {})
+	}), e.processed, oneRegion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestAttemptsCountTheSDKsRetries(t *testing.T) {
 			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
 		})
 	}
-	failing, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option, noWait), e.processed)
+	failing, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option, noWait), e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
 	if err != nil {
 		t.Fatal(err)
 	}

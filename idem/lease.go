@@ -134,6 +134,7 @@ func (s *Store) ProcessLeased(ctx context.Context, msg Message, h Handler, optFn
 	for _, fn := range optFns {
 		fn(&o)
 	}
+	msg = withTenant(ctx, msg)
 	ctx, t := s.startDelivery(ctx, msg, -1)
 	defer t.endAfterPanic()
 	id, err := s.identify(msg)
@@ -171,6 +172,9 @@ func (s *Store) processLeased(ctx context.Context, msg Message, id Record, err e
 // effect on the lease's token.
 func (s *Store) runLeased(ctx context.Context, msg Message, id Record, h Handler, o LeaseOptions) (Result, error) {
 	key := id.Key
+	if err := s.checkTable(ctx, key); err != nil {
+		return Result{}, err
+	}
 	lease, res, err := s.acquire(ctx, id, o)
 	if err != nil {
 		return Result{}, err

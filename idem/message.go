@@ -40,6 +40,15 @@ type Message struct {
 	// storm the redeliveries read their claim first and the first
 	// deliveries go straight to their transaction.
 	Attempt int
+	// Tenant is the tenant whose message this is. A Store scopes claims
+	// by it (unless Options.SharedAcrossTenants), so two tenants' senders
+	// may use the same ids and one tenant's redelivery is never answered
+	// from another's claim; logs and metrics carry it. 1 to 256 of the
+	// characters Lambda takes in a tenant id (letters, digits and
+	// . _ : / = + - @ and space). Defaults to the invoke's tenant id when
+	// the function runs in Lambda's tenant isolation mode
+	// (lambdacontext.LambdaContext.TenantID), else none.
+	Tenant string
 }
 
 type ctxKey struct{}

@@ -37,6 +37,24 @@ type Options struct {
 	// Defaults to the message's Source, or "default" when that is empty.
 	Scope string
 
+	// SharedAcrossTenants puts every tenant's claims in one key space:
+	// Message.Tenant (and the invoke's tenant id) no longer scopes the
+	// claim key, so one tenant's message id answers another's redelivery.
+	// For a function whose tenants are one sender's partitions, not
+	// separate senders. Defaults to false: each tenant's claims apart,
+	// under KeyPrefix + "#t=" + tenant + "#" + scope + "#" + id.
+	SharedAcrossTenants bool
+
+	// WritesInOneRegion says that the claims table, if it is a global
+	// table replicated with multi-Region eventual consistency, is written
+	// in one Region only (the others stand by), so the Store may claim on
+	// it. Defaults to false: on its first claim a Store reads the table's
+	// description (one DescribeTable a cold start, which needs
+	// dynamodb:DescribeTable) and refuses to claim on a table that accepts
+	// writes in several Regions with eventual consistency, where one
+	// message delivered in two Regions would be applied in both.
+	WritesInOneRegion bool
+
 	// RetentionDays is how long a claim is kept, in days. It must exceed the
 	// longest time any sender may redeliver a message (SQS keeps messages up
 	// to 14 days, Stripe retries for 3). At most 36,500. Defaults to 30.

@@ -125,6 +125,7 @@ func outcomeOf(res Result, err error) Outcome {
 // report logs and counts a delivery an adapter turned away before its
 // claim: Failed (its key unreadable, say) or Refused (a bad signature).
 func (s *Store) report(ctx context.Context, outcome Outcome, msg Message, err error) {
+	msg = withTenant(ctx, msg)
 	key := ""
 	if msg.ID != "" {
 		key = s.claimKey(msg)
@@ -153,6 +154,9 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, id 
 	}
 	if o.log.Enabled(ctx, level) {
 		attrs := []slog.Attr{slog.String("outcome", string(outcome)), slog.String("id", msg.ID), slog.String("source", msg.Source), slog.String("key", key)}
+		if msg.Tenant != "" {
+			attrs = append(attrs, slog.String("tenant", msg.Tenant))
+		}
 		attrs = append(attrs, msg.LogAttrs...)
 		if err != nil {
 			attrs = append(errAttrs(attrs, err), slog.String("error", err.Error()))

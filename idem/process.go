@@ -46,6 +46,7 @@ import (
 // are its Duplicates (Result.Cached), with no call of their own; when it
 // fails, the next one runs.
 func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, error) {
+	msg = withTenant(ctx, msg)
 	ctx, t := s.startDelivery(ctx, msg, -1)
 	defer t.endAfterPanic()
 	id, err := s.identify(msg)
@@ -128,6 +129,11 @@ func (s *Store) identify(msg Message) (Record, error) {
 			return Record{Key: key}, &InvalidError{Key: key, Reason: err.Error()}
 		}
 	}
+	if msg.Tenant != "" {
+		if err := checkTenant(msg.Tenant); err != nil {
+			return Record{}, &InvalidError{Reason: err.Error()}
+		}
+	}
 	switch {
 	case msg.ID == "":
 		return Record{}, &InvalidError{Reason: "empty message id"}
@@ -145,7 +151,10 @@ func (s *Store) identify(msg Message) (Record, error) {
 }
 
 // claimKey is the claim record's partition key value:
-// KeyPrefix + scope + "#" + id.
+// KeyPrefix + scope + "#" + id, or, for a tenant's message,
+// KeyPrefix + "#t=" + tenant + "#" + scope + "#" + id. A scope is never
+// empty and holds no "#", so no tenant's key is another's or a key without
+// a tenant; and an outbox item's key starts KeyPrefix + "#outbox#".
 func (s *Store) claimKey(msg Message) string {
 	scope := s.opts.Scope
 	if scope == "" {
@@ -153,6 +162,9 @@ func (s *Store) claimKey(msg Message) string {
 	}
 	if scope == "" {
 		scope = "default"
+	}
+	if msg.Tenant != "" && !s.opts.SharedAcrossTenants {
+		return s.opts.KeyPrefix + "#t=" + msg.Tenant + "#" + scope + "#" + msg.ID
 	}
 	return s.opts.KeyPrefix + scope + "#" + msg.ID
 }

@@ -83,8 +83,10 @@ func TestFirstDeliveryAppliesAndRedeliveriesReplay(t *testing.T) {
 	if first.Outcome != idem.Processed {
 		t.Fatalf("first delivery: want Processed, got %s", first.Outcome)
 	}
-	if got := e.calls.Count(""); got != 1 {
-		t.Errorf("first delivery: want 1 DynamoDB call, got %d", got)
+	// The Store's first claim reads the table's description once (its
+	// replicas: Options.WritesInOneRegion), then the one transaction.
+	if tx, d, all := e.calls.Count("TransactWriteItems"), e.calls.Count("DescribeTable"), e.calls.Count(""); tx != 1 || d != 1 || all != 2 {
+		t.Errorf("first delivery: want 1 TransactWriteItems and the cold start's 1 DescribeTable, got %d, %d of %d calls", tx, d, all)
 	}
 	for i := range 5 {
 		e.calls.Reset()

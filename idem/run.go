@@ -25,6 +25,9 @@ func (s *Store) run(ctx context.Context, msg Message, id Record, h Handler) (Res
 	if err != nil {
 		return Result{}, err
 	}
+	if err := s.checkTable(ctx, id.Key); err != nil {
+		return Result{}, err
+	}
 	return s.commitEffect(ctx, rec, eff)
 }
 

@@ -28,16 +28,18 @@ type GetItemAPI interface {
 // Store claims messages in a processed-ids table and commits their effects.
 // It is safe for concurrent use; build it once, outside the Lambda handler.
 type Store struct {
-	client   TransactWriteAPI
-	reader   GetItemAPI    // client's GetItem, or nil: no read first
-	updater  UpdateItemAPI // client's UpdateItem, or nil: no lease
-	table    string
-	opts     Options
-	obs      observer
-	cache    *cache // nil without Options.CacheSize
-	inflight inflight
-	rates    *rates // each sender's recent duplicates, for ReadFirstAbove
-	tracer   trace.Tracer
+	client    TransactWriteAPI
+	reader    GetItemAPI       // client's GetItem, or nil: no read first
+	updater   UpdateItemAPI    // client's UpdateItem, or nil: no lease
+	describer DescribeTableAPI // client's DescribeTable, or nil: the table is not checked
+	guard     tableGuard
+	table     string
+	opts      Options
+	obs       observer
+	cache     *cache // nil without Options.CacheSize
+	inflight  inflight
+	rates     *rates // each sender's recent duplicates, for ReadFirstAbove
+	tracer    trace.Tracer
 	// keyNames are the claims table's key attribute names, sorted, as
 	// validateEffect compares them.
 	keyNames []string
@@ -53,10 +55,12 @@ const maxRetentionDays = 36500
 
 // New returns a Store that keeps claim records in table, through client.
 // A *dynamodb.Client has every call a Store makes. Another client is
-// asked, once, for two more: without GetItem (GetItemAPI) the Store never
-// reads a claim first, whatever Options.ReadFirstAbove says; without
+// asked, once, for three more: without GetItem (GetItemAPI) the Store
+// never reads a claim first, whatever Options.ReadFirstAbove says; without
 // UpdateItem (UpdateItemAPI) it takes no lease, and ProcessLeased (and an
-// adapter's Lease option) is refused with an error.
+// adapter's Lease option) is refused with an error; without DescribeTable
+// (DescribeTableAPI) it does not check that its table is written in one
+// Region (Options.WritesInOneRegion).
 func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Store, error) {
 	var o Options
 	for _, fn := range optFns {
@@ -97,7 +101,8 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 	}
 	reader, _ := client.(GetItemAPI)
 	updater, _ := client.(UpdateItemAPI)
-	return &Store{client: client, reader: reader, updater: updater, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r,
+	describer, _ := client.(DescribeTableAPI)
+	return &Store{client: client, reader: reader, updater: updater, describer: describer, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r,
 		tracer: tp.Tracer(tracerName), keyNames: keyNames,
 		claimNames: map[string]string{"#k": o.Attributes.Key, "#e": o.Attributes.ExpiresAt}}, nil
 }

@@ -14,7 +14,9 @@
 // The metric's name is the outcome (Processed, Duplicate, Rejected,
 // KeyReuse, Failed, Refused, InFlight, Fenced), its value 1, so an alarm
 // sums it per Source: the reference template alarms on each source's
-// duplicate rate and on any Failed or KeyReuse.
+// duplicate rate and on any Failed or KeyReuse. A tenant's delivery
+// (idem.Message.Tenant, Lambda's tenant isolation mode) is counted per
+// Source and also per Source and Tenant, so an alarm may watch either.
 //
 // The lines carry no "level", which Lambda's JSON log format reads as
 // INFO: keep the function's ApplicationLogLevel at INFO or below, or

@@ -64,10 +64,19 @@ func (w *Writer) Observe(_ context.Context, o idem.Observation) {
 	b = strconv.AppendInt(b, o.Time.UnixMilli(), 10)
 	b = append(b, `,"CloudWatchMetrics":[{"Namespace":`...)
 	b = appendJSONString(b, w.namespace)
-	b = append(b, `,"Dimensions":[["Source"]],"Metrics":[{"Name":"`...)
+	if o.Message.Tenant != "" {
+		// Per source, as for every delivery, and per source and tenant.
+		b = append(b, `,"Dimensions":[["Source"],["Source","Tenant"]],"Metrics":[{"Name":"`...)
+	} else {
+		b = append(b, `,"Dimensions":[["Source"]],"Metrics":[{"Name":"`...)
+	}
 	b = append(b, o.Outcome...)
 	b = append(b, `","Unit":"Count"}]}]},"Source":`...)
 	b = appendJSONString(b, source)
+	if o.Message.Tenant != "" {
+		b = append(b, `,"Tenant":`...)
+		b = appendJSONString(b, o.Message.Tenant)
+	}
 	b = append(b, `,"`...)
 	b = append(b, o.Outcome...)
 	b = append(b, "\":1}\n"...)

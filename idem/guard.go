@@ -1,0 +1,88 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// DescribeTableAPI is the call a Store reads its claims table's
+// description with, once, before its first claim
+// (Options.WritesInOneRegion). *dynamodb.Client implements it.
+type DescribeTableAPI interface {
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// A claim is a conditional write in one Region: on a global table that
+// accepts writes in several Regions with eventual consistency (the
+// default), replication resolves concurrent writes by last writer wins,
+// so one message delivered in two Regions is claimed, and applied, in
+// both (FACTS: global tables). The guard reads the table's description
+// once and refuses to claim on such a table.
+
+// tableGuard is what the Store learnt of its claims table: nothing yet,
+// or that it may claim on it (checked), or why not (refusal).
+type tableGuard struct {
+	mu      sync.Mutex
+	checked bool
+	refusal string
+}
+
+// checkTable says why the Store may not claim on its table, reading the
+// table's description on its first call. A client without DescribeTable,
+// and a Store told the table is written in one Region, are not checked.
+func (s *Store) checkTable(ctx context.Context, key string) error {
+	if s.describer == nil || s.opts.WritesInOneRegion {
+		return nil
+	}
+	g := &s.guard
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.checked {
+		out, err := s.describer.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
+		var ae smithy.APIError
+		switch {
+		case errors.As(err, &ae) && ae.ErrorCode() == "ResourceNotFoundException":
+			return nil // the claim's own call says the table is missing; checked once it exists
+		case errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "AccessDenied"):
+			return &InvalidError{Key: key, Server: true, Reason: fmt.Sprintf("DescribeTable %s is denied: a Store reads its claims table's description once, to refuse a table written in several Regions; grant dynamodb:DescribeTable on it, or set idem.Options.WritesInOneRegion if only one Region writes it (%v)", s.table, err)}
+		case err != nil:
+			return &RetryableError{Key: key, Attempts: 1, Err: fmt.Errorf("DescribeTable %s, read once before the first claim: %w", s.table, err)}
+		}
+		g.checked, g.refusal = true, replicatedRefusal(out.Table)
+	}
+	if g.refusal != "" {
+		return &InvalidError{Key: key, Server: true, Reason: g.refusal}
+	}
+	return nil
+}
+
+// replicatedRefusal says why a table described as t cannot hold claims: it
+// is replicated to other Regions, each of which accepts writes, with
+// eventual consistency; "" when it can.
+func replicatedRefusal(t *types.TableDescription) string {
+	if t == nil {
+		return ""
+	}
+	legacy := aws.ToString(t.GlobalTableVersion) == "2017.11.29" // its replicas are not in DescribeTable
+	if len(t.Replicas) < 2 && !legacy || t.MultiRegionConsistency == types.MultiRegionConsistencyStrong {
+		return ""
+	}
+	var regions []string
+	for _, r := range t.Replicas {
+		regions = append(regions, aws.ToString(r.RegionName))
+	}
+	what := "a global table of version 2017.11.29"
+	if len(regions) > 0 {
+		what = "a global table replicated in " + strings.Join(regions, ", ")
+	}
+	return fmt.Sprintf("the claims table %s is %s with multi-Region eventual consistency: each Region accepts writes and the last writer wins, so a message delivered in two Regions would be claimed and applied in both. Claim in one Region: a table of the Region's own, or this one written in one Region only (then set idem.Options.WritesInOneRegion), or a table with multi-Region strong consistency",
+		aws.ToString(t.TableName), what)
+}
