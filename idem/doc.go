@@ -372,10 +372,11 @@
 // otellambda's handler wrapper starts, and starts no span at all
 // otherwise, so that tracing costs nothing until a program traces its
 // invokes (make bench states the figures with and without). The
-// reference functions (functions/internal/telemetry) install a small
-// OTLP/HTTP exporter when the standard OTEL_EXPORTER_OTLP_ENDPOINT asks
-// for one, as the ADOT layer's collector does; make local receives their
-// spans and shows each trace.
+// reference functions (functions/internal/telemetry) install the
+// OpenTelemetry SDK and its OTLP/HTTP exporter when the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT names a collector (the ADOT layer's, on
+// AWS), and start each invoke's span as otellambda does; make local
+// receives their spans and shows each trace.
 //
 // # Capacity and cost
 //
