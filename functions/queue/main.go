@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	flush, err := telemetry.Start(context.Background()) // OTLP traces when OTEL_* ask for them
+	tp, err := telemetry.Start(context.Background()) // the OpenTelemetry SDK, exporting OTLP when OTEL_* name an endpoint
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,5 +37,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(telemetry.Flushing(h, flush))
+	lambda.Start(telemetry.Handler(tp, h))
 }

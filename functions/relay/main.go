@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	flush, err := telemetry.Start(context.Background()) // OTLP traces when OTEL_* ask for them
+	tp, err := telemetry.Start(context.Background()) // the OpenTelemetry SDK, exporting OTLP when OTEL_* name an endpoint
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -32,5 +32,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(telemetry.Flushing(relay.Handle, flush)) // DynamoDB stream batches, answered with the first record not sent
+	lambda.Start(telemetry.Handler(tp, relay.Handle)) // DynamoDB stream batches, answered with the first record not sent
 }

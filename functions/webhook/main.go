@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	flush, err := telemetry.Start(context.Background()) // OTLP traces when OTEL_* ask for them
+	tp, err := telemetry.Start(context.Background()) // the OpenTelemetry SDK, exporting OTLP when OTEL_* name an endpoint
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -44,5 +44,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(telemetry.Flushing(mux.Handle, flush)) // HTTP API (v2) and REST API (v1) events alike
+	lambda.Start(telemetry.Handler(tp, mux.Handle)) // HTTP API (v2) and REST API (v1) events alike
 }

@@ -1,63 +1,62 @@
-// Package telemetry is the reference functions' tracing: OTLP over HTTP
-// when the standard OTEL_* variables ask for it (the ADOT Lambda layer's
-// convention: its collector listens on localhost:4318, and the function
-// sets OTEL_EXPORTER_OTLP_ENDPOINT), nothing otherwise. Spans go as OTLP's
-// JSON encoding (otlpjson.go).
+// Package telemetry is the reference functions' tracing, with the
+// OpenTelemetry SDK and its OTLP/HTTP exporter: Start installs them when
+// the standard OTEL_* variables name an endpoint (the ADOT Lambda layer's
+// convention: its collector listens on localhost:4318), nothing
+// otherwise; Handler gives each invoke a span, the parent the kit's
+// deliveries are traced under, and flushes the spans before the invoke
+// answers.
 package telemetry
 
 import (
 	"context"
 	"log"
-	"maps"
-	"net/url"
 	"os"
-	"slices"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
-// Start installs, as the global TracerProvider, one that exports to the
-// OTLP endpoint the environment names, and returns what flushes its spans:
-// a Lambda environment is frozen between invokes, so each invoke's spans
-// are sent before it answers. With no endpoint named, or
-// OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true, it installs nothing
-// and flush does nothing.
-func Start(_ context.Context) (flush func(context.Context), err error) {
-	noop := func(context.Context) {}
+// Start installs, as the global TracerProvider, the SDK's, exporting to
+// the OTLP endpoint the environment names, and returns it. With no
+// endpoint named, or OTEL_TRACES_EXPORTER=none, or OTEL_SDK_DISABLED=true,
+// it installs nothing and returns nil: the kit then starts no span.
+//
+// The SDK reads the rest of its environment itself: the exporter its
+// endpoint, protocol (http/protobuf, the default, or http/json), headers,
+// timeout and compression (OTEL_EXPORTER_OTLP_*); the provider its
+// sampler (OTEL_TRACES_SAMPLER and _ARG: parent-based, always on, by
+// default) and batching (OTEL_BSP_*); the resource OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES, over the function's own (service.name
+// defaults to the function's name).
+func Start(ctx context.Context) (*sdktrace.TracerProvider, error) {
 	if !wanted() {
-		return noop, nil
+		return nil, nil
 	}
-	exp, err := newExporter()
+	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
-		return noop, err
+		return nil, err
 	}
-	p := &provider{exp: exp, resource: resourceAttrs()}
-	otel.SetTracerProvider(p)
-	return func(ctx context.Context) {
-		// Within the invoke's deadline: a collector that does not answer
-		// loses this invoke's spans, never the invoke.
-		limit := 2 * time.Second
-		if dl, ok := ctx.Deadline(); ok {
-			limit = min(limit, time.Until(dl)-flushMargin)
-		}
-		if limit <= 0 {
-			p.drop()
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
-		defer cancel()
-		_ = p.flush(ctx)
-	}, nil
+	res, err := newResource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Batched, and flushed at the end of each invoke (Handler): the
+	// environment is frozen between invokes.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	return tp, nil
 }
 
-// flushMargin is the time left before an invoke's deadline for its
-// answer once the spans are sent.
-const flushMargin = 100 * time.Millisecond
-
-// wanted reads the OTEL_* variables as the SDKs do.
+// wanted reads what the SDK leaves to the program, as the specification
+// defines it: whether to trace at all (OTEL_SDK_DISABLED), with which
+// exporter (OTEL_TRACES_EXPORTER), and whether that exporter can speak
+// the protocol asked for (OTEL_EXPORTER_OTLP_PROTOCOL: the HTTP exporter
+// reads http/protobuf and http/json itself; grpc needs another exporter).
 func wanted() bool {
 	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
 		return false
@@ -74,55 +73,37 @@ func wanted() bool {
 	if protocol == "" {
 		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
-	if protocol == "grpc" { // OTLP over HTTP only; a collector's HTTP port takes JSON and protobuf alike
-		log.Printf("telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: this function exports OTLP over HTTP only (http/json), so it exports no spans; set http/protobuf or http/json and the collector's HTTP endpoint (port 4318)")
+	if protocol == "grpc" { // these functions link the HTTP exporter alone
+		log.Printf("telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: this function exports OTLP over HTTP only (http/protobuf), so it exports no spans; set http/protobuf and the collector's HTTP endpoint (port 4318)")
 		return false
 	}
 	return true
 }
 
-// Flushing is h, its spans flushed before each invoke answers.
-func Flushing[E, R any](h func(context.Context, E) (R, error), flush func(context.Context)) func(context.Context, E) (R, error) {
-	return func(ctx context.Context, e E) (R, error) {
-		defer flush(ctx)
-		return h(ctx, e)
-	}
+// newResource is the function's resource: Lambda's variables, then
+// OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over them.
+func newResource(ctx context.Context) (*resource.Resource, error) {
+	return resource.New(ctx,
+		resource.WithTelemetrySDK(),
+		resource.WithSchemaURL(semconv.SchemaURL),
+		resource.WithAttributes(functionAttrs()...),
+		resource.WithFromEnv()) // last: the environment's names win
 }
 
-// resourceAttrs are OTEL_RESOURCE_ATTRIBUTES (k=v,…) and the function's
-// own; its name (service.name) is OTEL_SERVICE_NAME, else the one those
-// attributes give, else Lambda's function name.
-func resourceAttrs() []attribute.KeyValue {
-	m := map[string]string{"cloud.provider": "aws", "faas.name": os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}
-	for k, v := range keyValues(os.Getenv("OTEL_RESOURCE_ATTRIBUTES")) {
-		m[k] = v
-	}
-	switch {
-	case os.Getenv("OTEL_SERVICE_NAME") != "":
-		m["service.name"] = os.Getenv("OTEL_SERVICE_NAME")
-	case m["service.name"] == "":
-		m["service.name"] = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
-	}
-	kvs := make([]attribute.KeyValue, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		kvs = append(kvs, attribute.String(k, m[k]))
-	}
-	return kvs
-}
-
-// keyValues reads the OTEL_* variables' k=v,k=v lists, whose values are
-// percent-encoded (the W3C Baggage format).
-func keyValues(list string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range strings.Split(list, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			continue
+// functionAttrs describe the function from the variables Lambda sets, as
+// OpenTelemetry's FaaS resource conventions name them.
+func functionAttrs() []attribute.KeyValue {
+	attrs := []attribute.KeyValue{semconv.CloudProviderAWS, semconv.CloudPlatformAWSLambda}
+	for k, v := range map[attribute.Key]string{
+		semconv.ServiceNameKey:  os.Getenv("AWS_LAMBDA_FUNCTION_NAME"),
+		semconv.FaaSNameKey:     os.Getenv("AWS_LAMBDA_FUNCTION_NAME"),
+		semconv.CloudRegionKey:  os.Getenv("AWS_REGION"),
+		semconv.FaaSVersionKey:  os.Getenv("AWS_LAMBDA_FUNCTION_VERSION"),
+		semconv.FaaSInstanceKey: os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"),
+	} {
+		if v != "" {
+			attrs = append(attrs, k.String(v))
 		}
-		if dec, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
-			v = dec
-		}
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
-	return out
+	return attrs
 }

@@ -89,7 +89,7 @@ func (r report) markdown() string {
 
 	if len(r.cold) > 0 {
 		p("## Cold start\n\n")
-		p("Each function's `bootstrap` as `sam build` makes it (`make build-<LogicalId>`: `CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath`), the same with `-ldflags=-s` (no symbol table), and built for this machine (%s) as the local stack runs it. INIT: from starting the bootstrap to its first request for an event, as Lambda counts it, read from the Lambda Runtime Interface Emulator's REPORT lines (the first invoke's Duration, which waits for INIT, less the second's; the emulator's own `Init Duration` times only handing init to its sandbox), %d cold starts each, a new emulator every time. The webhook function gets its secrets as values here; in AWS its INIT also reads them from SSM or Secrets Manager.\n\n", runtime.GOOS+"/"+runtime.GOARCH, r.coldN)
+		p("Each function's `bootstrap` as `sam build` makes it (`make build-<LogicalId>`: `CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath`), the same with `-ldflags=-s` (no symbol table), and built for this machine (%s) as the local stack runs it. INIT: from starting the bootstrap to its first request for an event, as Lambda counts it, read from the Lambda Runtime Interface Emulator's REPORT lines (the first invoke's Duration, which waits for INIT, less the second's; the emulator's own `Init Duration` times only handing init to its sandbox), %d cold starts each, a new emulator every time. The webhook function gets its secrets as values here; in AWS its INIT also reads them from SSM or Secrets Manager. Each links the OpenTelemetry SDK and its OTLP/HTTP exporter (functions/internal/telemetry), as a user's traced function does; the sizes are figures, not a target. With no OTEL_EXPORTER_OTLP_ENDPOINT, as here, INIT installs nothing.\n\n", runtime.GOOS+"/"+runtime.GOARCH, r.coldN)
 		p("| function | bootstrap MB, linux/arm64 (make) | MB, with -ldflags=-s | MB, %s | INIT p50 ms | INIT max ms |\n|---|---|---|---|---|---|\n", runtime.GOOS+"/"+runtime.GOARCH)
 		for _, c := range r.cold {
 			p("| %s | %s | %s | %s | %s | %s |\n", c.name, mb(c.lambdaBytes), mb(c.strippedBytes), mb(c.hostBytes), ms(percentile(c.inits, 0.5)), ms(slices.Max(c.inits)))
@@ -245,9 +245,9 @@ func (r report) targets() []target {
 		out = append(out, target{"local transaction at 10,000 items within 1.5× of 100 items", fmt.Sprintf("%.2f×", large/small), large/small <= 1.5})
 	}
 	for _, c := range r.cold {
-		out = append(out,
-			target{c.name + " bootstrap < 10 MB (as make builds it)", mb(c.lambdaBytes) + " MB (" + mb(c.strippedBytes) + " with -ldflags=-s)", c.lambdaBytes < 10e6},
-			target{c.name + " INIT < 50 ms (p50)", ms(percentile(c.inits, 0.5)) + " ms", percentile(c.inits, 0.5) < 50*time.Millisecond})
+		// Sizes are figures, stated in the cold-start table, not a target:
+		// none may be met by re-implementing a library the functions link.
+		out = append(out, target{c.name + " INIT < 50 ms (p50)", ms(percentile(c.inits, 0.5)) + " ms", percentile(c.inits, 0.5) < 50*time.Millisecond})
 	}
 	return out
 }

@@ -113,16 +113,22 @@
 //	demo: 6 message(s) in idem-local-CreditsDeadLetterQueue (the 6 copies of the messages that are no credit, after their last receive)
 //	demo: ledger: 9 new entries for 9 credits in idem-local-LedgerTable (0 before)  ok
 //
-//	demo: one message's trace (http://127.0.0.1:4318/traces/42283f59b7251f62c4c2195244d15f40):
-//	trace 42283f59b7251f62c4c2195244d15f40
-//	  POST /webhooks/credits              WebhookFunction  +   0.0 ms    61.3 ms outcome=Processed cached=false attempts=1
-//	    DynamoDB.UpdateItem               WebhookFunction  +   0.0 ms    37.3 ms
-//	    DynamoDB.TransactWriteItems       WebhookFunction  +  38.9 ms    18.2 ms
-//	    send idem-local-LedgerQueue       RelayFunction    + 278.3 ms    25.8 ms messaging.message.id=1b72…
-//	      process idem-local-LedgerQueue  LedgerFunction   + 342.3 ms    91.6 ms outcome=Processed cached=false attempts=1 …
-//	        DynamoDB.TransactWriteItems   LedgerFunction   + 342.4 ms    91.4 ms
+//	demo: one message's trace (http://127.0.0.1:4318/traces/5135ccc4ea0012407213ef455b4819e8):
+//	trace 5135ccc4ea0012407213ef455b4819e8
+//	  WebhookFunction                       WebhookFunction +   0.0 ms   182.4 ms
+//	    POST /webhooks/credits              WebhookFunction +   0.5 ms   181.9 ms outcome=Processed cached=false attempts=1 …
+//	      DynamoDB.UpdateItem               WebhookFunction +   0.7 ms   136.6 ms
+//	      DynamoDB.TransactWriteItems       WebhookFunction + 139.5 ms    42.7 ms
+//	      send idem-local-LedgerQueue       RelayFunction   + 830.3 ms    46.8 ms messaging.message.id=73d4…
+//	        process idem-local-LedgerQueue  LedgerFunction  +1178.4 ms   276.3 ms outcome=Processed cached=false attempts=1 …
+//	          DynamoDB.TransactWriteItems   LedgerFunction  +1178.5 ms   275.0 ms
 //
 //	demo: one effect per message
+//
+// The trace's root is the webhook function's invoke, whose span the
+// functions start with the OpenTelemetry SDK (functions/internal/telemetry);
+// the ledger's delivery continues the message's trace and links its own
+// invoke's.
 //
 // The SQS records are sent again as a producer re-sending them would, with
 // the message's key in the IdempotencyKey attribute (the record's own, else
@@ -159,7 +165,8 @@
 //   - -receipts-addr, -no-receipts: where the receipts service listens, or
 //     none (RECEIPTS_URL then stays as the template sets it: empty, no call
 //     out, one transaction per credit).
-//   - -traces-addr: where the functions' spans are received: every
+//   - -traces-addr: where the functions' spans are received, as OTLP over
+//     HTTP (protobuf, which the functions' SDK sends, or JSON): every
 //     function gets OTEL_EXPORTER_OTLP_ENDPOINT pointing there, as the ADOT
 //     layer's collector on AWS; GET /traces lists the traces received,
 //     /traces/<id> shows one as a tree (empty: the functions export none).

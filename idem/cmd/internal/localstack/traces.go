@@ -1,8 +1,10 @@
 package localstack
 
 import (
+	"compress/gzip"
 	"context"
-	"encoding/json"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"maps"
@@ -13,12 +15,19 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // Traces receives the functions' spans as an OTLP collector does (the
-// ADOT Lambda layer's, on AWS), over HTTP with OTLP's JSON encoding, which
-// the reference functions send (functions/internal/telemetry), and keeps
-// them by trace, for a person to read (idem-local -traces) and for tests.
+// ADOT Lambda layer's, on AWS): OTLP over HTTP, protobuf-encoded as the
+// reference functions' OpenTelemetry SDK sends them, or JSON-encoded, each
+// decoded with OpenTelemetry's own protobuf types. It keeps them by trace,
+// for a person to read (idem-local -traces) and for tests.
 type Traces struct {
 	URL string // the OTLP endpoint: OTEL_EXPORTER_OTLP_ENDPOINT
 
@@ -58,47 +67,49 @@ func StartTraces(addr string) (*Traces, error) {
 // Stop stops receiving.
 func (t *Traces) Stop() { _ = t.srv.Close() }
 
-// receive takes one OTLP export request.
+// receive takes one OTLP export request, in either of OTLP/HTTP's
+// encodings: binary protobuf (what the SDK's otlptracehttp sends by
+// default) or JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json), gzipped or
+// not, and answers in the request's encoding.
 func (t *Traces) receive(w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		http.Error(w, "this collector takes OTLP's JSON encoding only (Content-Type application/json), not "+ct, http.StatusUnsupportedMediaType)
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	if ct != contentProtobuf && ct != contentJSON {
+		http.Error(w, "an OTLP/HTTP export is "+contentProtobuf+" or "+contentJSON+", not "+strconv.Quote(ct), http.StatusUnsupportedMediaType)
 		return
 	}
-	var req struct {
-		ResourceSpans []struct {
-			Resource struct {
-				Attributes []kv `json:"attributes"`
-			} `json:"resource"`
-			ScopeSpans []struct {
-				Spans []struct {
-					TraceID      string `json:"traceId"`
-					SpanID       string `json:"spanId"`
-					ParentSpanID string `json:"parentSpanId"`
-					Name         string `json:"name"`
-					Kind         int    `json:"kind"`
-					Start        string `json:"startTimeUnixNano"`
-					End          string `json:"endTimeUnixNano"`
-					Attributes   []kv   `json:"attributes"`
-					Status       struct {
-						Code    int    `json:"code"`
-						Message string `json:"message"`
-					} `json:"status"`
-				} `json:"spans"`
-			} `json:"scopeSpans"`
-		} `json:"resourceSpans"`
+	body := io.Reader(r.Body)
+	if strings.EqualFold(r.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, "Content-Encoding gzip: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		defer zr.Close()
+		body = zr
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&req); err != nil {
-		http.Error(w, "not an OTLP JSON export request: "+err.Error(), http.StatusBadRequest)
+	b, err := io.ReadAll(io.LimitReader(body, 16<<20))
+	if err != nil {
+		http.Error(w, "reading the export: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var req collectortrace.ExportTraceServiceRequest
+	if ct == contentJSON {
+		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, &req)
+	} else {
+		err = proto.Unmarshal(b, &req)
+	}
+	if err != nil {
+		http.Error(w, "not an OTLP trace export request ("+ct+"): "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	var got []Span
 	for _, rs := range req.ResourceSpans {
-		service := attrMap(rs.Resource.Attributes)["service.name"]
+		service := attrMap(rs.GetResource().GetAttributes())["service.name"]
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
-				sp := Span{TraceID: s.TraceID, SpanID: s.SpanID, ParentID: s.ParentSpanID, Name: s.Name, Service: service,
-					Kind: s.Kind, Start: unixNano(s.Start), End: unixNano(s.End), Attrs: attrMap(s.Attributes)}
-				if s.Status.Code == 2 {
+				sp := Span{TraceID: otlpID(s.TraceId), SpanID: otlpID(s.SpanId), ParentID: otlpID(s.ParentSpanId), Name: s.Name, Service: service,
+					Kind: int(s.Kind), Start: time.Unix(0, int64(s.StartTimeUnixNano)), End: time.Unix(0, int64(s.EndTimeUnixNano)), Attrs: attrMap(s.Attributes)}
+				if s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 					sp.Error = "error: " + s.Status.Message
 				}
 				got = append(got, sp)
@@ -113,8 +124,29 @@ func (t *Traces) receive(w http.ResponseWriter, r *http.Request) {
 	close(t.added)
 	t.added = make(chan struct{})
 	t.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte("{}"))
+	// An ExportTraceServiceResponse, empty: everything was taken.
+	w.Header().Set("Content-Type", ct)
+	if ct == contentJSON {
+		_, _ = w.Write([]byte("{}"))
+	}
+}
+
+// OTLP/HTTP's content types.
+const (
+	contentProtobuf = "application/x-protobuf"
+	contentJSON     = "application/json"
+)
+
+// otlpID is a trace or span id in lowercase hex, as OTLP's JSON encoding
+// writes it. Protobuf carries the id's bytes (16 or 8, or none). That
+// JSON encoding writes them in hex where protojson reads bytes as base64,
+// so from JSON an id arrives as the 24 or 12 bytes its hex digits decode
+// to as base64, and encoding those as base64 gives the hex back.
+func otlpID(b []byte) string {
+	if len(b) == 24 || len(b) == 12 {
+		return strings.ToLower(base64.StdEncoding.EncodeToString(b))
+	}
+	return hex.EncodeToString(b)
 }
 
 // maxSpans bounds what a long-running stack keeps.
@@ -192,36 +224,33 @@ func Services(tr []Span) []string {
 	return out
 }
 
-type kv struct {
-	Key   string `json:"key"`
-	Value struct {
-		String *string  `json:"stringValue"`
-		Int    *string  `json:"intValue"`
-		Bool   *bool    `json:"boolValue"`
-		Double *float64 `json:"doubleValue"`
-	} `json:"value"`
-}
-
-func attrMap(kvs []kv) map[string]string {
+// attrMap is attributes as text, for a person to read.
+func attrMap(kvs []*commonpb.KeyValue) map[string]string {
 	m := make(map[string]string, len(kvs))
 	for _, a := range kvs {
-		switch v := a.Value; {
-		case v.String != nil:
-			m[a.Key] = *v.String
-		case v.Int != nil:
-			m[a.Key] = *v.Int
-		case v.Bool != nil:
-			m[a.Key] = strconv.FormatBool(*v.Bool)
-		case v.Double != nil:
-			m[a.Key] = strconv.FormatFloat(*v.Double, 'g', -1, 64)
-		}
+		m[a.Key] = anyValue(a.Value)
 	}
 	return m
 }
 
-func unixNano(s string) time.Time {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return time.Unix(0, n)
+func anyValue(v *commonpb.AnyValue) string {
+	switch v := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return v.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(v.IntValue, 10)
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.FormatBool(v.BoolValue)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.FormatFloat(v.DoubleValue, 'g', -1, 64)
+	case *commonpb.AnyValue_ArrayValue:
+		var vals []string
+		for _, e := range v.ArrayValue.GetValues() {
+			vals = append(vals, anyValue(e))
+		}
+		return "[" + strings.Join(vals, ",") + "]"
+	}
+	return ""
 }
 
 // Spans are the spans received so far.

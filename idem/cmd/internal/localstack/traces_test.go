@@ -1,13 +1,24 @@
 package localstack
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// TestTracesReceiver: OTLP JSON in, traces out for a person to read, and
+// TestTracesReceiver: an OTLP JSON export written by hand (ids in hex, as
+// OTLP's JSON encoding has them) in, traces out for a person to read, and
 // a clear answer to what it cannot take.
 func TestTracesReceiver(t *testing.T) {
 	tr, err := StartTraces("127.0.0.1:0")
@@ -48,8 +59,9 @@ func TestTracesReceiver(t *testing.T) {
 		name, ct, body string
 		want           int
 	}{
-		{"protobuf is refused by name", "application/x-protobuf", "\x0a\x00", http.StatusUnsupportedMediaType},
+		{"neither encoding is refused by name", "text/plain", "{}", http.StatusUnsupportedMediaType},
 		{"not JSON", "application/json", "{", http.StatusBadRequest},
+		{"not protobuf", "application/x-protobuf", "\x0a\x05", http.StatusBadRequest},
 		{"an export", "application/json", export, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,5 +89,55 @@ func TestTracesReceiver(t *testing.T) {
 	}
 	if w := tr.Widest(); len(Services(w)) != 2 {
 		t.Errorf("Widest crosses %v, want two functions", Services(w))
+	}
+}
+
+// TestTracesFromTheSDK: what OpenTelemetry's OTLP/HTTP exporter sends, in
+// each of its encodings, gzipped or not, arrives whole: names, ids,
+// parents, kinds, the resource's service, attributes and status.
+func TestTracesFromTheSDK(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []otlptracehttp.Option
+	}{
+		{"protobuf", nil},
+		{"JSON", []otlptracehttp.Option{otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON)}},
+		{"gzipped protobuf", []otlptracehttp.Option{otlptracehttp.WithCompression(otlptracehttp.GzipCompression)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := StartTraces("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Stop()
+			ctx := context.Background()
+			exp, err := otlptracehttp.New(ctx, append([]otlptracehttp.Option{otlptracehttp.WithEndpointURL(tr.URL + "/v1/traces")}, tc.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
+				sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "QueueFunction"))))
+			defer tp.Shutdown(ctx)
+			ctx, invoke := tp.Tracer("t").Start(ctx, "QueueFunction", trace.WithSpanKind(trace.SpanKindServer))
+			_, call := tp.Tracer("t").Start(ctx, "DynamoDB.TransactWriteItems", trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(attribute.Int("idem.attempts", 2), attribute.Bool("idem.cached", false), attribute.StringSlice("aws.dynamodb.table_names", []string{"a", "b"})))
+			call.SetStatus(codes.Error, "TransactionCanceledException")
+			call.End()
+			invoke.End()
+			spans := tr.Spans()
+			if len(spans) != 2 {
+				t.Fatalf("%d spans received, want 2", len(spans))
+			}
+			got, want := spans[0], Span{TraceID: call.SpanContext().TraceID().String(), SpanID: call.SpanContext().SpanID().String(),
+				ParentID: invoke.SpanContext().SpanID().String(), Name: "DynamoDB.TransactWriteItems", Service: "QueueFunction", Kind: int(trace.SpanKindClient),
+				Attrs: map[string]string{"idem.attempts": "2", "idem.cached": "false", "aws.dynamodb.table_names": "[a,b]"}, Error: "error: TransactionCanceledException"}
+			got.Start, got.End = time.Time{}, time.Time{}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("received\n%+v\nwant\n%+v", got, want)
+			}
+			if root := spans[1]; root.ParentID != "" || root.Kind != int(trace.SpanKindServer) || root.End.Before(root.Start) || root.Start.IsZero() {
+				t.Errorf("the invoke's span: %+v", root)
+			}
+		})
 	}
 }
