@@ -8,10 +8,10 @@ import (
 
 // How a delivery is answered: from a claim this process knows (the
 // cache's, cache.go, or the claim another delivery of its key in flight
-// here settled, coalesce.go), from a read of its claim when its sender's
-// recent duplicates make the read worth its cost (readfirst.go), or by
-// running it (run.go); and what a settled delivery leaves behind for the
-// next ones.
+// here settled, coalesce.go), or by running it (run.go), with a read of
+// its claim beside it when its sender's recent duplicates make the read
+// worth its cost (readfirst.go); and what a settled delivery leaves
+// behind for the next ones.
 
 // answer answers a delivery of id. A delivery it runs leads its key's
 // call in this process; what it settles is shared on the way out (a
@@ -26,10 +26,7 @@ func (s *Store) answer(ctx context.Context, msg Message, id Record, h Handler) (
 		return res, err
 	}
 	defer s.finishLead(msg, id, lead, &res, &err)
-	if stored, ok := s.readFirst(ctx, msg, id); ok {
-		return s.storedAnswer(id, stored)
-	}
-	return s.run(ctx, msg, id, h)
+	return s.run(ctx, msg, id, h, s.startRead(ctx, msg, id))
 }
 
 // answerKnown answers a delivery from a claim known without a call (the

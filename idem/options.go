@@ -108,17 +108,18 @@ type Options struct {
 	// ReadFirstAbove is the share of a sender's recent deliveries, in
 	// this environment, that were duplicates found in DynamoDB (of its
 	// first attempts and of its later ones apart, when the sender counts
-	// them: Message.Attempt), above which a delivery first reads its
-	// claim (one GetItem, eventually consistent) before running its
-	// handler: a duplicate is then answered at the cost of a read, not of
-	// a transaction its claim cancels, and a first delivery pays the read
-	// besides its transaction. The claim's condition still decides; a read that
-	// misses a fresh claim costs only its time. The client must have
-	// GetItem (GetItemAPI), else no read is made; ProcessLeased needs
-	// none (its lease's UpdateItem is a single write) and ProcessBatch
-	// makes none. Negative: never read first. Defaults to 0.3, where a
-	// read's cost (a third of a transaction's on DynamoDB's published
-	// latencies) equals what it saves.
+	// them: Message.Attempt), above which a delivery first sends a read of
+	// its claim (one GetItem, eventually consistent) and, without waiting
+	// for it, runs its handler and sends its transaction: a duplicate is
+	// answered as soon as the read finds its claim (its transaction called
+	// off, or never sent when the read came back while the handler ran),
+	// and a first delivery takes its transaction's time, the read beside
+	// it. The claim's condition still decides; a read that finds nothing
+	// costs only its request. A duplicate whose transaction was sent pays
+	// a read's units and a cancelled transaction's. The client must have
+	// GetItem (GetItemAPI), else no read is made; ProcessLeased needs none
+	// (its lease's UpdateItem is a single write) and ProcessBatch makes
+	// none. Negative: never read. Defaults to 0.3.
 	ReadFirstAbove float64
 
 	// Now is the clock. Defaults to time.Now.

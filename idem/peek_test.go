@@ -4,16 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
 )
 
+// slowCredit is the credit handler taking a while, as a handler that
+// decodes and checks its message does: long enough for a read sent beside
+// it to answer first, so that the test sees no transaction.
+func (e *env) slowCredit() idem.Handler {
+	h := e.creditHandler(nil)
+	return func(ctx context.Context, m idem.Message) (idem.Effect, error) {
+		time.Sleep(200 * time.Millisecond)
+		return h(ctx, m)
+	}
+}
+
 // TestDuplicatesInNumbersCostARead: once a sender's recent deliveries are
-// mostly duplicates, a duplicate costs one GetItem and no transaction, and
-// a first delivery a GetItem and its transaction; below the threshold, or
-// with ReadFirstAbove negative, no read is made. A read that finds another
-// payload's claim is key reuse, as the claim's condition would say.
+// mostly duplicates, a duplicate costs one GetItem and, when the read
+// answers while the handler runs, no transaction; a first delivery a
+// GetItem and its transaction; below the threshold, or with ReadFirstAbove
+// negative, no read is made. A read that finds another payload's claim is
+// key reuse, as the claim's condition would say.
 func TestDuplicatesInNumbersCostARead(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -31,15 +50,18 @@ func TestDuplicatesInNumbersCostARead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, func(o *idem.Options) { o.ReadFirstAbove = tc.above })
 			ctx := context.Background()
-			deliver := func(id string, payload string) (idem.Result, int, int, error) {
+			deliverWith := func(h idem.Handler, id string, payload string) (idem.Result, int, int, error) {
 				e.calls.Reset()
-				res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "storm", Payload: []byte(payload)}, e.creditHandler(nil))
+				res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "storm", Payload: []byte(payload)}, h)
 				return res, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems"), err
+			}
+			deliver := func(id string, payload string) (idem.Result, int, int, error) {
+				return deliverWith(e.slowCredit(), id, payload)
 			}
 			// A storm: each message delivered three times.
 			for i := range 12 {
 				for range 3 {
-					if _, _, _, err := deliver(fmt.Sprint("m-", i), "p"); err != nil {
+					if _, _, _, err := deliverWith(e.creditHandler(nil), fmt.Sprint("m-", i), "p"); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -88,10 +110,10 @@ func TestReadFirstOnlyWhenDuplicatesAreMany(t *testing.T) {
 func TestRedeliveriesReadFirstDeliveriesDoNot(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	deliver := func(id string, attempt int) (idem.Outcome, int, int) {
+	deliverWith := func(h idem.Handler, id string, attempt int) (idem.Outcome, int, int) {
 		t.Helper()
 		e.calls.Reset()
-		res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "queue", Payload: []byte("p"), Attempt: attempt}, e.creditHandler(nil))
+		res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "queue", Payload: []byte("p"), Attempt: attempt}, h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,8 +121,12 @@ func TestRedeliveriesReadFirstDeliveriesDoNot(t *testing.T) {
 	}
 	for i := range 12 { // a redelivery storm: each message received 3 times
 		for attempt := 1; attempt <= 3; attempt++ {
-			deliver(fmt.Sprint("m-", i), attempt)
+			deliverWith(e.creditHandler(nil), fmt.Sprint("m-", i), attempt)
 		}
+	}
+	deliver := func(id string, attempt int) (idem.Outcome, int, int) {
+		t.Helper()
+		return deliverWith(e.slowCredit(), id, attempt)
 	}
 	for _, tc := range []struct {
 		name      string
@@ -122,5 +148,86 @@ func TestRedeliveriesReadFirstDeliveriesDoNot(t *testing.T) {
 				t.Errorf("want %v with %d GetItem and %d transactions, got %v with %d and %d", tc.want, tc.gets, tc.txs, got, gets, txs)
 			}
 		})
+	}
+}
+
+// slowTransactions holds each TransactWriteItems back before sending it,
+// and notes those called off meanwhile: DynamoDB's transactions are slower
+// than its reads, which the local server does not show.
+type slowTransactions struct {
+	hold      time.Duration
+	mu        sync.Mutex
+	calledOff int
+	sent      int
+}
+
+func (s *slowTransactions) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+		select {
+		case <-time.After(s.hold):
+		case <-req.Context().Done():
+			s.mu.Lock()
+			s.calledOff++
+			s.mu.Unlock()
+			return nil, req.Context().Err()
+		}
+		s.mu.Lock()
+		s.sent++
+		s.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestReadBesideTheTransaction: in a storm the read goes out beside the
+// transaction. A duplicate is answered by the read, its transaction called
+// off before it reached DynamoDB; a first delivery's read finds nothing
+// and the transaction answers; a key reuse the read finds is refused as
+// the claim's condition would refuse it. One credit per message.
+func TestReadBesideTheTransaction(t *testing.T) {
+	e := newEnv(t)
+	slow := &slowTransactions{hold: 2 * time.Second}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: slow} }),
+		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	slow.hold = 0
+	for i := range 12 { // a storm, each message three times: the sender's share of duplicates rises
+		for range 3 {
+			if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("m-", i), Source: "storm", Payload: []byte("p")}, e.creditHandler(nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	slow.hold, slow.calledOff, slow.sent = 2*time.Second, 0, 0
+	for _, tc := range []struct {
+		name      string
+		id, body  string
+		want      idem.Outcome
+		wantErr   error
+		calledOff int
+		sent      int
+	}{
+		{"a duplicate: the read answers", "m-0", "p", idem.Duplicate, nil, 1, 0},
+		{"a key reuse: the read answers", "m-1", "other", "", idem.ErrKeyReuse, 1, 0},
+		{"a first delivery: the transaction answers", "new", "p", idem.Processed, nil, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slow.mu.Lock()
+			slow.calledOff, slow.sent = 0, 0
+			slow.mu.Unlock()
+			res, err := store.Process(ctx, idem.Message{ID: tc.id, Source: "storm", Payload: []byte(tc.body)}, e.creditHandler(nil))
+			slow.mu.Lock()
+			calledOff, sent := slow.calledOff, slow.sent
+			slow.mu.Unlock()
+			if res.Outcome != tc.want || !errors.Is(err, tc.wantErr) || calledOff != tc.calledOff || sent != tc.sent {
+				t.Errorf("want %q %v with %d transaction(s) called off and %d sent, got %q %v, %d and %d",
+					tc.want, tc.wantErr, tc.calledOff, tc.sent, res.Outcome, err, calledOff, sent)
+			}
+		})
+	}
+	if got := e.balance(t, "acc-9"); got != 13*500 {
+		t.Errorf("balance: want %d, got %d", 13*500, got)
 	}
 }

@@ -8,33 +8,108 @@ import (
 )
 
 // When a sender's deliveries are mostly duplicates (a redelivery storm, a
-// relay resending a batch), a duplicate that reaches DynamoDB is cheaper
-// found by a read of its claim than by a transaction its claim cancels:
-// on DynamoDB's published latencies a single-item read costs about a
+// relay resending a batch), a duplicate that reaches DynamoDB is found
+// sooner by a read of its claim than by the transaction its claim cancels:
+// on DynamoDB's published latencies a single-item read takes about a
 // third of a transaction (FACTS: PutItem 7.55 ms at p50, a 2-action
-// TransactWriteItems about 24). The claim's condition still decides: a read
-// that finds nothing, or a claim not final, costs only its time.
+// TransactWriteItems about 24). The read goes out beside the delivery's
+// transaction, not before it: a first delivery then takes its
+// transaction's time, and a duplicate the read's, its transaction (if
+// sent yet) called off. The claim's condition still decides: a read that
+// finds nothing, or a claim not final, only costs its request.
 
-// readFirst reads id's claim when the sender's recent duplicates make the
-// read worth its cost, and returns it when it is final and unexpired: the
-// delivery is then answered from it, as from the cache's (storedAnswer).
-// Otherwise (no read, nothing found, a lease, an expired claim, a failed
-// read) the claim's condition decides.
-func (s *Store) readFirst(ctx context.Context, msg Message, id Record) (Record, bool) {
+// claimRead is a read of a delivery's claim, sent beside its handler and
+// transaction; done closes once it has an answer, which found says was a
+// final, unexpired claim (stored).
+type claimRead struct {
+	done   chan struct{}
+	stop   context.CancelFunc // once the delivery no longer needs the answer
+	stored Record
+	found  bool
+}
+
+// startRead sends the read of id's claim when the sender's recent
+// duplicates make it worth its cost; nil when they do not, or the client
+// has no GetItem. A failed read finds nothing: the transaction decides.
+func (s *Store) startRead(ctx context.Context, msg Message, id Record) *claimRead {
 	if s.reader == nil || !s.rates.high(msg, s.opts.ReadFirstAbove) {
+		return nil
+	}
+	ctx, stop := context.WithCancel(ctx)
+	r := &claimRead{done: make(chan struct{}), stop: stop}
+	go func() {
+		defer close(r.done)
+		defer func() { _ = recover() }() // a client's panic: nothing found, and the transaction, on the caller's goroutine, meets it
+		cctx, span := s.call(ctx, "GetItem", nil)
+		out, err := s.reader.GetItem(cctx, &dynamodb.GetItemInput{TableName: &s.table, Key: id.keyItem})
+		endCall(span, err)
+		if err != nil || len(out.Item) == 0 || isOutboxItem(out.Item) {
+			return
+		}
+		stored := s.decodeRecord(out.Item)
+		// A lease, or an expired claim: the claim's condition decides.
+		r.stored, r.found = stored, stored.Outcome != Pending && s.opts.Now().Before(stored.ExpiresAt)
+	}()
+	return r
+}
+
+// foundNow is the claim the read found, if it has answered already.
+func (r *claimRead) foundNow() (Record, bool) {
+	select {
+	case <-r.done:
+		return r.stored, r.found
+	default:
 		return Record{}, false
 	}
-	cctx, span := s.call(ctx, "GetItem", nil)
-	out, err := s.reader.GetItem(cctx, &dynamodb.GetItemInput{TableName: &s.table, Key: id.keyItem})
-	endCall(span, err)
-	if err != nil || len(out.Item) == 0 || isOutboxItem(out.Item) {
-		return Record{}, false // the transaction decides, and says why
+}
+
+// commitBesideRead commits rec and eff as commitEffect does, and answers
+// from the read of the claim instead when the read finds a final claim
+// first: a duplicate then takes the read's time, its transaction called
+// off (its claim's condition would fail: nothing commits). A transaction
+// that committed all the same, the claim having been deleted by hand
+// meanwhile, is the answer.
+func (s *Store) commitBesideRead(ctx context.Context, id, rec Record, eff Effect, read *claimRead) (Result, error) {
+	if stored, ok := read.foundNow(); ok { // it came back while the handler ran: no transaction at all
+		return s.storedAnswer(id, stored)
 	}
-	stored := s.decodeRecord(out.Item)
-	if stored.Outcome == Pending || !s.opts.Now().Before(stored.ExpiresAt) {
-		return Record{}, false // a lease, or an expired claim: the claim's condition decides
+	type outcome struct {
+		res   Result
+		err   error
+		panic any
 	}
-	return stored, true
+	txCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if v := recover(); v != nil {
+				o.panic = v
+			}
+			done <- o
+		}()
+		o.res, o.err = s.commitEffect(txCtx, rec, eff)
+	}()
+	settle := func(o outcome) (Result, error) {
+		if o.panic != nil {
+			panic(o.panic) // a client's, as on the caller's goroutine without a read
+		}
+		return o.res, o.err
+	}
+	select {
+	case o := <-done:
+		return settle(o)
+	case <-read.done:
+	}
+	if !read.found {
+		return settle(<-done)
+	}
+	cancel()
+	if o := <-done; o.panic != nil || o.err == nil && o.res.Outcome == Processed {
+		return settle(o)
+	}
+	return s.storedAnswer(id, read.stored)
 }
 
 // rates are each sender's recent share of duplicates among the deliveries
