@@ -231,3 +231,58 @@ func TestReadBesideTheTransaction(t *testing.T) {
 		t.Errorf("balance: want %d, got %d", 13*500, got)
 	}
 }
+
+// lateAnswers sends each transaction at once and holds its answer back,
+// and sends each read a moment later: the read then finds the claim the
+// transaction just made, before the transaction's answer is back.
+type lateAnswers struct{ answer, read time.Duration }
+
+func (l lateAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch target := req.Header.Get("X-Amz-Target"); {
+	case strings.HasSuffix(target, ".TransactWriteItems"):
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			return resp, err
+		}
+		select {
+		case <-time.After(l.answer):
+			return resp, nil
+		case <-req.Context().Done():
+			resp.Body.Close()
+			return nil, req.Context().Err()
+		}
+	case strings.HasSuffix(target, ".GetItem"):
+		time.Sleep(l.read)
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestReadFindsItsOwnClaim: a read sent beside a first delivery's
+// transaction that reaches DynamoDB after the commit finds the claim the
+// transaction made; the delivery is still Processed, not a Duplicate of
+// itself, and its effect applied once.
+func TestReadFindsItsOwnClaim(t *testing.T) {
+	e := newEnv(t)
+	late := &lateAnswers{}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: late} }),
+		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 12 { // a storm: the sender's deliveries read their claims
+		for range 3 {
+			if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("m-", i), Source: "storm", Payload: []byte("p")}, e.creditHandler(nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	late.answer, late.read = time.Second, 200*time.Millisecond
+	res, err := store.Process(ctx, idem.Message{ID: "new", Source: "storm", Payload: []byte("p")}, e.creditHandler(nil))
+	if err != nil || res.Outcome != idem.Processed {
+		t.Fatalf("want Processed, got %s %v", res.Outcome, err)
+	}
+	if got := e.balance(t, "acc-9"); got != 13*500 {
+		t.Errorf("balance: want %d, got %d", 13*500, got)
+	}
+}

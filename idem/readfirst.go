@@ -64,11 +64,11 @@ func (r *claimRead) foundNow() (Record, bool) {
 }
 
 // commitBesideRead commits rec and eff as commitEffect does, and answers
-// from the read of the claim instead when the read finds a final claim
-// first: a duplicate then takes the read's time, its transaction called
-// off (its claim's condition would fail: nothing commits). A transaction
-// that committed all the same, the claim having been deleted by hand
-// meanwhile, is the answer.
+// from the read of the claim instead when the read first finds a final
+// claim made before this delivery's: a duplicate then takes the read's
+// time, its transaction called off (its claim's condition would fail:
+// nothing commits). A transaction that committed all the same, the claim
+// having been deleted by hand meanwhile, is the answer.
 func (s *Store) commitBesideRead(ctx context.Context, id, rec Record, eff Effect, read *claimRead) (Result, error) {
 	if stored, ok := read.foundNow(); ok { // it came back while the handler ran: no transaction at all
 		return s.storedAnswer(id, stored)
@@ -102,7 +102,10 @@ func (s *Store) commitBesideRead(ctx context.Context, id, rec Record, eff Effect
 		return settle(o)
 	case <-read.done:
 	}
-	if !read.found {
+	// A claim made at or after this delivery's own claim time may be its
+	// own: the read can reach DynamoDB after the transaction committed and
+	// before its answer is back. Then the transaction's answer decides.
+	if !read.found || !read.stored.ClaimedAt.Before(rec.ClaimedAt) {
 		return settle(<-done)
 	}
 	cancel()
