@@ -88,10 +88,13 @@ func TestContention(t *testing.T) {
 // than listing 0 claims or printing the SDK's ValidationException.
 func TestNotAProcessedTable(t *testing.T) {
 	f := setup(t)
+	d := newDeadLetters(t, f.sqsClient(), false, "credits")
+	d.fail(t, "credits", `{"account":"acc-1","cents":1}`, nil, "", "")
 	for _, args := range [][]string{
 		{"list"},
 		{"inspect", "-queue", "credits", "-message-attribute", "IdempotencyKey=evt_1"},
 		{"forget", "-queue", "credits", "-message-attribute", "IdempotencyKey=evt_1"},
+		{"dlq", "-queue", d.dlq},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			out, errOut := f.mustRun(t, exitFail, append([]string{"-table", f.Accounts}, args...)...)
@@ -101,6 +104,9 @@ func TestNotAProcessedTable(t *testing.T) {
 			}
 			t.Logf("idem -table ACCOUNTS %s\n%s", strings.Join(args, " "), errOut)
 		})
+	}
+	if n := d.depth(t); n != 1 {
+		t.Errorf("expect the DLQ message untouched and visible, got %d", n)
 	}
 }
 
