@@ -140,3 +140,25 @@ func TestLocalSuggested(t *testing.T) {
 	contains(t, "stderr", errOut, "no AWS Region", "for the make local stack running here, -local bin/local/stack.json")
 	t.Logf("idem -table idem-local-ProcessedTable inspect -key x\n%s", errOut)
 }
+
+// TestDLQContention: dlq's reads of claims meet contention as inspect's
+// do: retried, and past the retries the run stops saying so, with every
+// message read made visible again.
+func TestDLQContention(t *testing.T) {
+	f := setup(t)
+	d := newDeadLetters(t, f.sqsClient(), false, "credits")
+	d.fail(t, "credits", `{"account":"acc-1","cents":1}`, map[string]string{"IdempotencyKey": "evt_1"}, "", "")
+	conflict := func(max int) *idemtest.Faults {
+		return &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultTransactionConflict: 1}, Operations: []string{"GetItem"}, Max: max}
+	}
+	f.faultDynamoDB(t, conflict(3))
+	out, _ := f.mustRun(t, exitOK, "dlq", "-queue", d.dlq)
+	contains(t, "retried", out, "1 never-applied")
+	f.faultDynamoDB(t, conflict(0))
+	_, errOut := f.mustRun(t, exitFail, "dlq", "-queue", d.dlq, "-redrive", "--yes")
+	contains(t, "past the retries", errOut, "contention: GetItem credits-")
+	t.Logf("idem dlq -redrive --yes, GetItem conflicting\n%s", errOut)
+	if n := d.depth(t); n != 1 {
+		t.Errorf("expect the message visible again, got %d", n)
+	}
+}
