@@ -125,9 +125,11 @@ bench: moto
 
 # The application on this machine, without Docker: local DynamoDB and SQS,
 # each function under the Lambda Runtime Interface Emulator, the HTTP API on
-# 127.0.0.1:3000, the SQS event source mapping. Ctrl-C stops it all.
+# 127.0.0.1:3000, the SQS event source mapping. Ctrl-C stops it all. Also
+# builds bin/idem, the operator's command, whose lines the banner prints.
 local: moto
 	$(GO) build -C idem/cmd -o $(CURDIR)/bin/idem-local ./idem-local
+	$(GO) build -C idem/cmd -o $(CURDIR)/bin/idem ./idem
 	exec bin/idem-local $(LOCAL_FLAGS)
 
 # `make local`, then every message of events/ delivered three times, and the

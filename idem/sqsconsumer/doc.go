@@ -67,6 +67,18 @@
 //     producer that sends the message again gets a new one, so it dedupes
 //     redeliveries only, not re-sends.
 //
+// A message redriven from the dead-letter queue by the idem command (dlq
+// -redrive) is a copy with a messageId of its own and, on FIFO, a
+// deduplication id of its own (SQS would drop a resend of the original's
+// within 5 minutes); the copy carries the original's in the message
+// attributes RedriveMessageIDAttribute and RedriveDeduplicationIDAttribute,
+// which MessageIDKey and DeduplicationKey read in place of its own. So the
+// copy is keyed as the original was, and a copy of a message that was
+// applied meanwhile, or a second copy, is a Duplicate. A KeyFunc of your
+// own that keys by rec.MessageId or the deduplication id must read them
+// too, or call these functions, for a redrive to be exactly once (what a
+// producer can do with them: RedriveMessageIDAttribute's doc).
+//
 // An IdempotencyKey attribute that is present but not a non-empty String
 // fails the record rather than fall back to another key. Keys are scoped
 // by the queue's name (also the metrics' Source) unless the Store sets a
@@ -86,7 +98,10 @@
 // of its FIFO group failed. Each record is logged and
 // counted once, by the Store, including the failures Process never saw; a
 // key reused with another payload is logged at WARN with both
-// fingerprints. With Options.Lease, a record whose lease another delivery
+// fingerprints. A failure before the claim is logged with the record's
+// messageId and, when its key was read, its id and key: a KeyFunc that
+// reads the key and then finds the body unusable returns both, and the
+// record fails under that key without a claim. With Options.Lease, a record whose lease another delivery
 // holds fails too, counted as InFlight, to come back after the visibility
 // timeout.
 //

@@ -257,6 +257,9 @@ func (c *consumer) keyed(ctx context.Context, rec events.SQSMessage) (idem.Messa
 		err = errors.New("the record names no queue (its eventSourceARN is empty, or ends before a queue's name) and Options.Source is unset")
 	}
 	if err != nil {
+		if msg.Source != "" {
+			msg.ID = key // read before the record was found unusable: its log line names it
+		}
 		err = fmt.Errorf("record %s: %w", rec.MessageId, err)
 		c.proc.Fail(ctx, msg, err)
 		return idem.Message{}, err
@@ -288,15 +291,20 @@ func (c *consumer) message(rec events.SQSMessage) idem.Message {
 }
 
 // key runs Options.Key, turning an empty key into ErrNoKey and a panic into
-// a *idem.PanicError, so one bad record cannot crash the batch.
+// a *idem.PanicError, so one bad record cannot crash the batch. With an
+// error, the key is the one Options.Key read before it failed, if any: for
+// the log, never for a claim.
 func (c *consumer) key(rec events.SQSMessage) (key string, err error) {
 	err = adapt.Recover("", "sqsconsumer.Options.Key", func() error {
 		var kerr error
 		key, kerr = c.opts.Key(rec)
 		return kerr
 	})
-	if err != nil {
+	if adapt.Panic(err) != nil {
 		return "", err
+	}
+	if err != nil {
+		return key, err
 	}
 	if key == "" {
 		return "", ErrNoKey

@@ -157,3 +157,36 @@ func TestQuotedKeyMayHoldAComma(t *testing.T) {
 		t.Errorf("expect one claim and a balance of 500, got %d and %d", n, b)
 	}
 }
+
+// TestRefusedBodyLoggedUnderItsKey: a body that is not JSON is refused
+// before the claim, and its log line names the key its header gave, so
+// that the delivery can be found by its key; a key only the body holds is
+// not read from a body that is not JSON.
+func TestRefusedBodyLoggedUnderItsKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		headers    map[string]string
+		id, key    string
+	}{
+		{"a header key", `{"account":`, map[string]string{"idempotency-key": "evt_bad"}, "evt_bad", "webhook#evt_bad"},
+		{"invalid UTF-8", "{\"account\":\"acc-\xff\"}", map[string]string{"idempotency-key": "evt_bad"}, "evt_bad", "webhook#evt_bad"},
+		{"a key in the body only", `{"id":"evt_bad","account":`, nil, "", ""},
+		{"a key the header cannot be", `{"account":`, map[string]string{"idempotency-key": "k\r\n"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			r := e.receiver(t, func(o *webhook.Options) { o.Key = webhook.IdempotencyKey("id") })
+			resp, err := r.HandleV2(context.Background(), badV2(tc.body, false, tc.headers))
+			if err != nil || resp.StatusCode != 400 {
+				t.Fatalf("expect 400, got %d, %v", resp.StatusCode, err)
+			}
+			lines := e.logged(t)
+			if len(lines) != 1 || lines[0]["outcome"] != "Refused" || lines[0]["id"] != tc.id || lines[0]["key"] != tc.key {
+				t.Errorf("expect one Refused line with id %q and key %q, got %s", tc.id, tc.key, e.log.String())
+			}
+			if n := e.Claims(t); n != 0 {
+				t.Errorf("expect no claim, got %d", n)
+			}
+		})
+	}
+}

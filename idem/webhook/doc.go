@@ -43,12 +43,13 @@
 // claims the key and commits the Handler's writes in one transaction.
 // Refusals before the claim (401, 413, a bad key) are logged and counted
 // as Refused, by the Store's Logger and Observers, apart from Failed so
-// that strangers posting junk raise no failure alarm; a payload the
-// Handler refuses (a BadRequest, a body JSONHandler cannot decode) is a 400
-// counted as Failed, since the Store sees it while processing the claim. A
-// callback that panics (the verifier, the key or fingerprint function, the
-// Handler, Effect.Rejected) fails that delivery alone: a 500, counted once
-// as Failed, with nothing committed.
+// that strangers posting junk raise no failure alarm (a body that is not
+// JSON is logged under the key its headers give, when they give one); a
+// payload the Handler refuses (a BadRequest, a body JSONHandler cannot
+// decode) is a 400 counted as Failed, since the Store sees it while
+// processing the claim. A callback that panics (the verifier, the key or
+// fingerprint function, the Handler, Effect.Rejected) fails that delivery
+// alone: a 500, counted once as Failed, with nothing committed.
 //
 // # Senders: key, fingerprint, signature
 //

@@ -154,6 +154,7 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 		}
 	}
 	if err := checkJSON(req.Body); err != nil {
+		req.Key = r.headerKey(req)
 		return r.refuse(ctx, req, http.StatusBadRequest, err.Error(), err)
 	}
 	var key string
@@ -185,6 +186,22 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 		}
 	}
 	return r.process(ctx, req, fingerprint)
+}
+
+// headerKey is the key the headers alone give (Options.Key read with an
+// empty JSON object for the body, which no key function may read unless
+// it is JSON), so that a delivery refused for its body is logged under its
+// key; "" when it needs the body. Never claimed.
+func (r *Receiver) headerKey(req Request) string {
+	var key string
+	err := adapt.Recover("", "webhook.Options.Key", func() (err error) {
+		key, err = r.opts.Key(req.Header, []byte("{}"))
+		return err
+	})
+	if err != nil || checkKey(key) != nil {
+		return ""
+	}
+	return key
 }
 
 // errText is the text of an error a user's callback returned: one whose

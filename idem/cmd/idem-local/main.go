@@ -241,7 +241,48 @@ func printBanner(w io.Writer, s *localstack.Stack, secrets map[string]string, to
 		fmt.Fprintf(w, "  bin/idem-local send -n 3 '%s'\n", body)
 	}
 	fmt.Fprintf(w, "  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws --endpoint-url %s --region %s dynamodb scan --table-name %s\n", s.DynamoDBEndpoint, s.Options.Region, firstTable(s, "AccountsTable"))
+	if lines := idemLines(s); len(lines) > 0 {
+		fmt.Fprintf(w, "\nThe claims and the dead-letter queue, with the operator's command (go doc ./idem/cmd/idem):\n")
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	fmt.Fprintf(w, "\nCtrl-C stops everything.\n\n")
+}
+
+// idemLines are ready idem command lines for the running stack: make local
+// builds bin/idem, and -local reads the state file writeState writes. None
+// when the stack has no processed-ids table the entry queue's consumer
+// names (PROCESSED_TABLE) or calls ProcessedTable.
+func idemLines(s *localstack.Stack) []string {
+	p := entryPoller(s)
+	if p == nil {
+		return nil
+	}
+	table := ""
+	if spec := s.Specs[p.Source.Function]; spec != nil {
+		table = spec.Env["PROCESSED_TABLE"]
+	}
+	if t, ok := s.Tables["ProcessedTable"]; table == "" && ok {
+		table = t.Name
+	}
+	if table == "" {
+		return nil
+	}
+	base := fmt.Sprintf("bin/idem -local %s -table %s", filepath.Join(s.Options.BuildDir, "stack.json"), table)
+	lines := []string{base + " inspect -queue " + p.Queue.LogicalID + " -message-attribute IdempotencyKey=evt_002"}
+	var pol struct {
+		Target string `json:"deadLetterTargetArn"`
+	}
+	if json.Unmarshal([]byte(p.Queue.Attributes["RedrivePolicy"]), &pol) == nil {
+		for _, id := range sortedKeys(s.Queues) {
+			if q := s.Queues[id]; q.ARN == pol.Target || q.Name == pol.Target[strings.LastIndexByte(pol.Target, ':')+1:] {
+				lines = append(lines, base+" dlq -queue "+id)
+				break
+			}
+		}
+	}
+	return lines
 }
 
 // entryPoller is the poller of the queue senders use: a polled queue no

@@ -93,6 +93,13 @@ func TestSignalStopsEverything(t *testing.T) {
 			}()
 			select {
 			case text := <-banner:
+				// A ready idem line for the stack's claims and its DLQ.
+				idem := "bin/idem -local " + filepath.Join(buildDir, "stack.json") + " -table idem-local-ProcessedTable "
+				for _, want := range []string{idem + "inspect -queue CreditsQueue -message-attribute IdempotencyKey=evt_002", idem + "dlq -queue CreditsDeadLetterQueue"} {
+					if !strings.Contains(text, want) {
+						t.Errorf("expect %q in the banner, got\n%s", want, text)
+					}
+				}
 				// Every table, and every stream mapping, is in the banner.
 				for _, id := range tmpl.OfType("AWS::DynamoDB::Table") {
 					if !strings.Contains(text, "  table      "+id+" ") {

@@ -85,24 +85,96 @@ func (c *claims) keyItem(key string) map[string]types.AttributeValue {
 var errOutboxItem = errors.New("the key holds an outbox item, not a claim: do two Stores share the table without distinct -prefix?")
 
 // tableErr is err from op on table, a table that is not there named as
-// dlq names a missing queue rather than by the SDK's exception.
+// dlq names a missing queue rather than by the SDK's exception, and
+// contention past the retries as retry said it.
 func tableErr(op, table string, err error) error {
 	if rnf := (*types.ResourceNotFoundException)(nil); errors.As(err, &rnf) {
 		return failf("no table %q here (the Region, the account, the endpoint?)", table)
 	}
+	if f := (*failure)(nil); errors.As(err, &f) {
+		return err
+	}
 	return fmt.Errorf("%s %s: %w", op, table, err)
+}
+
+// keyErr is tableErr for a call on one of c's items: DynamoDB refusing the
+// key with a ValidationException is, most often, a table that is not a
+// processed-ids table, which checkTable names.
+func (c *claims) keyErr(ctx context.Context, op, table string, err error) error {
+	if isCode(err, "ValidationException") {
+		if terr := c.checkTable(ctx, table); terr != nil {
+			return terr
+		}
+	}
+	return tableErr(op, table, err)
 }
 
 // get reads key's claim with a consistent read: nil when there is none.
 func (c *claims) get(ctx context.Context, key string) (*claim, error) {
-	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.table), Key: c.keyItem(key), ConsistentRead: aws.Bool(true)})
+	var out *dynamodb.GetItemOutput
+	err := retry(ctx, "GetItem "+key, func() (err error) {
+		out, err = c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.table), Key: c.keyItem(key), ConsistentRead: aws.Bool(true)})
+		return err
+	})
 	if err != nil {
-		return nil, tableErr(fmt.Sprintf("GetItem %s in", key), c.table, err)
+		return nil, c.keyErr(ctx, fmt.Sprintf("GetItem %s in", key), c.table, err)
 	}
 	if out.Item == nil {
 		return nil, nil
 	}
 	return c.decode(out.Item)
+}
+
+// checkTable says, as a failure, why table is not a processed-ids table
+// of the Store the global flags describe: its key schema is not the
+// claims' (the key attribute, and -sort-key's), as the accounts table's is
+// not. Nil when it may be one, or when DescribeTable cannot tell.
+func (c *claims) checkTable(ctx context.Context, table string) error {
+	d, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		if rnf := (*types.ResourceNotFoundException)(nil); errors.As(err, &rnf) {
+			return tableErr("DescribeTable", table, err)
+		}
+		return nil
+	}
+	return c.checkSchema(table, d.Table)
+}
+
+// checkSchema is checkTable's test of a description.
+func (c *claims) checkSchema(table string, t *types.TableDescription) error {
+	if t == nil {
+		return nil
+	}
+	a := c.names()
+	kinds := map[string]types.ScalarAttributeType{}
+	for _, d := range t.AttributeDefinitions {
+		kinds[aws.ToString(d.AttributeName)] = d.AttributeType
+	}
+	var hash, sort string
+	for _, k := range t.KeySchema {
+		switch k.KeyType {
+		case "HASH":
+			hash = aws.ToString(k.AttributeName)
+		case "RANGE":
+			sort = aws.ToString(k.AttributeName)
+		}
+	}
+	key := func(hash, sort string) string {
+		s := fmt.Sprintf("%s (%s)", hash, kinds[hash])
+		if sort != "" {
+			s += fmt.Sprintf(" and sort key %s (%s)", sort, kinds[sort])
+		}
+		return s
+	}
+	want := a.Key + " (S)"
+	if a.SortKey != "" {
+		want += " and sort key " + a.SortKey + " (S)"
+	}
+	if hash == a.Key && kinds[hash] == "S" && sort == a.SortKey && (sort == "" || kinds[sort] == "S") {
+		return nil
+	}
+	return failf("%s is not a processed-ids table: its key is %s, and the Store keys its claims by %s. The processed-ids table is the stack's ProcessedTableName output (make local: idem-local-ProcessedTable); a Store with attribute names of its own needs -attr key=NAME and -sort-key",
+		table, key(hash, sort), want)
 }
 
 // decode reads a stored item as the Store does.
@@ -144,10 +216,14 @@ func (c *claims) outbox(ctx context.Context, cl *claim) ([]outboxItem, error) {
 	var items []outboxItem
 	for i := range maxOutbox {
 		id := wire.ID(c.table, cl.Key, cl.ClaimedAt, i)
-		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.outboxTable),
-			Key: c.keyItem(c.store.Adapter(seam.Key{}).OutboxKey(id)), ConsistentRead: aws.Bool(true)})
+		var out *dynamodb.GetItemOutput
+		err := retry(ctx, "GetItem outbox item "+id, func() (err error) {
+			out, err = c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.outboxTable),
+				Key: c.keyItem(c.store.Adapter(seam.Key{}).OutboxKey(id)), ConsistentRead: aws.Bool(true)})
+			return err
+		})
 		if err != nil {
-			return items, tableErr(fmt.Sprintf("GetItem outbox item %s in", id), c.outboxTable, err)
+			return items, c.keyErr(ctx, fmt.Sprintf("GetItem outbox item %s in", id), c.outboxTable, err)
 		}
 		if out.Item == nil {
 			break

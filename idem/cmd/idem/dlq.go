@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,26 +20,69 @@ import (
 )
 
 type dlqOptions struct {
-	queue, sourceQueue, source, keyFunc string
-	max                                 int
-	hold, wait                          time.Duration
-	redrive, deleteApplied, yes, asJSON bool
+	queue, sourceQueue, keyFunc, body string
+	source                            sourceFlag
+	max                               int
+	hold, wait                        time.Duration
+	redrive, deleteApplied, yes       bool
+	asJSON                            bool
 }
 
 func dlqFlags(fs *flag.FlagSet) func(context.Context, *env) error {
 	var o dlqOptions
 	fs.StringVar(&o.queue, "queue", "", "the dead-letter queue (URL, name or ARN; with -local, its logical id) (required)")
-	fs.StringVar(&o.sourceQueue, "source-queue", "", "the queue the DLQ drains, where -redrive sends (default: ListDeadLetterSourceQueues's one answer)")
-	fs.StringVar(&o.source, "source", "", "the claims' Source: the consumer's sqsconsumer.Options.Source (default: the source queue's name, as sqsconsumer's)")
+	fs.StringVar(&o.sourceQueue, "source-queue", "", "the source queue of the messages that carry no DeadLetterQueueSourceArn (default: ListDeadLetterSourceQueues's one answer); each other message goes back to the queue it names")
+	fs.Var(&o.source, "source", "the claims' Source, the consumer's sqsconsumer.Options.Source: one for every source queue, or per queue, `QUEUE=SOURCE,...` (default: each source queue's name, as sqsconsumer's)")
 	fs.StringVar(&o.keyFunc, "key-func", "default", "the consumer's key: default, attribute, dedup, queue-dedup, message-id, or a comma list tried in order (sqsconsumer.FirstKey)")
+	fs.StringVar(&o.body, "body", "json", "how the consumer decodes a body: json (sqsconsumer.JSONHandler: a body that is not one JSON value in valid UTF-8 is undecodable, and not redriven) or any (every body is taken)")
 	fs.IntVar(&o.max, "max", 100, "read at most this many messages")
 	fs.DurationVar(&o.hold, "hold", time.Minute, "how long each message read stays hidden before it is made visible again (at the end, or by SQS if the command dies)")
 	fs.DurationVar(&o.wait, "wait", time.Second, "each receive's long poll (0 to 20s); the read ends at the first empty receive")
-	fs.BoolVar(&o.redrive, "redrive", false, "send the never-applied messages back to the source queue, and delete them from the DLQ once sent (with --yes)")
+	fs.BoolVar(&o.redrive, "redrive", false, "send a copy of each never-applied message back to the queue it came from, and delete it from the DLQ once sent (with --yes)")
 	fs.BoolVar(&o.deleteApplied, "delete-applied", false, "delete the applied messages from the DLQ (with --yes)")
 	fs.BoolVar(&o.yes, "yes", false, "do what -redrive and -delete-applied ask; without it, only show what they would do")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object a message instead of the table")
 	return func(ctx context.Context, e *env) error { return e.dlq(ctx, o) }
+}
+
+// sourceFlag is -source: the claims' Source for every source queue, and
+// per queue (by name) where given.
+type sourceFlag struct {
+	all     string
+	byQueue map[string]string
+}
+
+func (f *sourceFlag) String() string { return "" }
+
+func (f *sourceFlag) Set(s string) error {
+	for entry := range strings.SplitSeq(s, ",") {
+		q, src, per := strings.Cut(strings.TrimSpace(entry), "=")
+		switch {
+		case !per && q != "" && f.all == "":
+			f.all = q
+		case !per:
+			return fmt.Errorf("want one Source, or QUEUE=SOURCE pairs, got %q", s)
+		case q == "" || src == "":
+			return fmt.Errorf("want QUEUE=SOURCE, got %q", entry)
+		default:
+			if f.byQueue == nil {
+				f.byQueue = map[string]string{}
+			}
+			f.byQueue[sqsconsumer.QueueName(q)] = src
+		}
+	}
+	return nil
+}
+
+// of is the claims' Source of the messages from the queue named name.
+func (f *sourceFlag) of(name string) string {
+	if s, ok := f.byQueue[name]; ok {
+		return s
+	}
+	if f.all != "" {
+		return f.all
+	}
+	return name
 }
 
 // keyFuncs are the consumer's key functions by name: sqsconsumer's own,
@@ -72,6 +116,7 @@ type queue struct {
 	fifo           bool
 	visible, held  int
 	redrivePolicy  string
+	retention      time.Duration // MessageRetentionPeriod
 }
 
 // openQueue finds q (a URL, a name, an ARN, or -local's logical id) and
@@ -109,37 +154,121 @@ func (e *env) openQueue(ctx context.Context, q string) (*queue, error) {
 	qu.name = sqsconsumer.QueueName(qu.arn)
 	qu.visible, _ = strconv.Atoi(a["ApproximateNumberOfMessages"])
 	qu.held, _ = strconv.Atoi(a["ApproximateNumberOfMessagesNotVisible"])
+	sec, err := strconv.Atoi(a["MessageRetentionPeriod"])
+	if err != nil || sec <= 0 {
+		sec = 14 * 24 * 3600 // SQS's longest: a marker kept longer harms nothing
+	}
+	qu.retention = time.Duration(sec) * time.Second
 	return qu, nil
 }
 
-// sourceQueue is the queue the DLQ drains: -source-queue, else the one
-// queue whose redrive policy names the DLQ; nil when that is not one.
-func (e *env) sourceQueue(ctx context.Context, o dlqOptions, dlq *queue) (*queue, string, error) {
-	if o.sourceQueue != "" {
-		q, err := e.openQueue(ctx, o.sourceQueue)
-		return q, "-source-queue", err
+// deadLetterTarget is the name of the DLQ a redrive policy names.
+func deadLetterTarget(policy string) string {
+	var p struct {
+		Target string `json:"deadLetterTargetArn"`
 	}
+	if json.Unmarshal([]byte(policy), &p) != nil {
+		return ""
+	}
+	return sqsconsumer.QueueName(p.Target)
+}
+
+// routes finds the queue each message came from: the one its
+// DeadLetterQueueSourceArn names (SQS sets it on every message it moves
+// to a DLQ), else the fallback: -source-queue, else the one queue whose
+// redrive policy names the DLQ.
+type routes struct {
+	e        *env
+	o        dlqOptions
+	dlq      *queue
+	fallback *queue
+	how      string   // where fallback came from
+	listed   []string // ListDeadLetterSourceQueues's answer
+	byARN    map[string]*route
+}
+
+// route is a message's source queue and the claims' Source of its
+// consumer; q is nil when the queue is unknown, and why says why.
+type route struct {
+	q      *queue
+	how    string
+	source string
+	why    string
+}
+
+// newRoutes lists the DLQ's source queues, refuses a queue that is not a
+// DLQ, and opens the fallback.
+func (e *env) newRoutes(ctx context.Context, o dlqOptions, dlq *queue) (*routes, error) {
+	r := &routes{e: e, o: o, dlq: dlq, byARN: map[string]*route{}}
 	out, err := e.sqs.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq.url)})
 	switch {
-	case err != nil && !o.redrive && o.source != "":
-		// Not needed to classify when -source names the claims' Source.
-		fmt.Fprintf(e.stderr, "dlq: the source queue is unknown (ListDeadLetterSourceQueues: %v); classifying by -source %q\n", err, o.source)
-		return nil, "", nil
 	case err != nil:
-		return nil, "", fmt.Errorf("ListDeadLetterSourceQueues %s: %w", dlq.url, err)
+		fmt.Fprintf(e.stderr, "dlq: ListDeadLetterSourceQueues %s: %v; each message goes by its DeadLetterQueueSourceArn or -source-queue\n", dlq.name, err)
+	case len(out.QueueUrls) == 0 && dlq.redrivePolicy != "":
+		target := deadLetterTarget(dlq.redrivePolicy)
+		return nil, usagef("%s is a source queue, not a dead-letter queue: its DLQ is %s (dlq -queue %s)", dlq.name, target, target)
+	default:
+		r.listed = out.QueueUrls
 	}
-	if len(out.QueueUrls) != 1 {
-		if o.redrive || o.source == "" {
-			what := "names none"
-			if len(out.QueueUrls) > 1 {
-				what = "names " + strings.Join(out.QueueUrls, ", ")
-			}
-			return nil, "", usagef("cannot tell which queue %s drains: ListDeadLetterSourceQueues %s; pass -source-queue (and -source when the consumer sets its own)", dlq.name, what)
+	switch {
+	case o.sourceQueue != "":
+		if r.fallback, err = e.openQueue(ctx, o.sourceQueue); err != nil {
+			return nil, err
 		}
-		return nil, "", nil
+		r.how = "-source-queue"
+		if r.fallback.fifo != dlq.fifo {
+			return nil, usagef("%s and -source-queue %s are not both FIFO or both standard", dlq.name, r.fallback.name)
+		}
+	case len(r.listed) == 1:
+		if r.fallback, err = e.openQueue(ctx, r.listed[0]); err != nil {
+			return nil, err
+		}
+		r.how = "ListDeadLetterSourceQueues"
 	}
-	q, err := e.openQueue(ctx, out.QueueUrls[0])
-	return q, "ListDeadLetterSourceQueues", err
+	return r, nil
+}
+
+// describe says, for the header, where messages go.
+func (r *routes) describe() string {
+	s := "each message is classed and redriven against the queue its DeadLetterQueueSourceArn names; one without it"
+	switch {
+	case r.fallback != nil:
+		return fmt.Sprintf("%s against %s (from %s)", s, r.fallback.url, r.how)
+	case len(r.listed) > 1:
+		return fmt.Sprintf("%s is refused: %s serves %d queues (%s); -source-queue names its source", s, r.dlq.name, len(r.listed), strings.Join(r.listed, ", "))
+	}
+	return s + " is refused: ListDeadLetterSourceQueues names none; -source-queue names its source"
+}
+
+// of is m's route.
+func (r *routes) of(ctx context.Context, m *dlqMessage) *route {
+	arn := m.msg.Attributes["DeadLetterQueueSourceArn"]
+	if arn == "" {
+		if r.fallback == nil {
+			rt := &route{why: "it carries no DeadLetterQueueSourceArn, and " + r.dlq.name + " serves " + plural(len(r.listed), "source queue") + ": -source-queue names its source"}
+			if len(r.listed) == 0 && r.o.source.all != "" {
+				// Classified by -source alone: never sent anywhere.
+				rt.source, rt.how = r.o.source.all, "-source"
+			}
+			return rt
+		}
+		return &route{q: r.fallback, how: r.how, source: r.o.source.of(r.fallback.name)}
+	}
+	if rt, ok := r.byARN[arn]; ok {
+		return rt
+	}
+	rt := &route{how: "DeadLetterQueueSourceArn"}
+	q, err := r.e.openQueue(ctx, arn)
+	switch {
+	case err != nil:
+		rt.why = fmt.Sprintf("its source queue %s cannot be opened: %v", sqsconsumer.QueueName(arn), err)
+	case q.fifo != r.dlq.fifo:
+		rt.why = fmt.Sprintf("its source queue %s and %s are not both FIFO or both standard", q.name, r.dlq.name)
+	default:
+		rt.q, rt.source = q, r.o.source.of(q.name)
+	}
+	r.byARN[arn] = rt
+	return rt
 }
 
 // read receives up to max messages from dlq, each hidden for hold so that
@@ -200,7 +329,7 @@ func (e *env) restore(ctx context.Context, dlq *queue, msgs []*dlqMessage) {
 		}
 	}
 	if failed > 0 {
-		fmt.Fprintf(e.stderr, "dlq: %d message(s) could not be made visible again; SQS shows them again after the -hold\n", failed)
+		fmt.Fprintf(e.stderr, "dlq: %s could not be made visible again; SQS shows them again after the -hold\n", plural(failed, "message"))
 	}
 }
 

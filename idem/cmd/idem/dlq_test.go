@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
 // queues is a source queue and its dead-letter queue on the local SQS.
@@ -155,7 +156,7 @@ func TestDLQ(t *testing.T) {
 
 	t.Run("classified, nothing moved", func(t *testing.T) {
 		out, errOut := f.mustRun(t, exitOK, dlqArgs...)
-		contains(t, "stderr", errOut, "holds about 7 visible", "source queue "+q.src+" (from ListDeadLetterSourceQueues)", `claims' Source "`+q.srcName+`"`)
+		contains(t, "stderr", errOut, "holds about 7 visible", "one without it against "+q.src+" (from ListDeadLetterSourceQueues)", "the claims' Source: each source queue's name")
 		contains(t, "table", out, "MESSAGE ID", "2 applied", "2 never-applied", "1 key-reused", "1 pending", "1 unreadable",
 			"nothing sent or deleted; every message read is visible again")
 		t.Logf("idem dlq -queue DLQ -key-func attribute\n%s%s", errOut, out)
@@ -194,7 +195,7 @@ func TestDLQ(t *testing.T) {
 
 	t.Run("-max", func(t *testing.T) {
 		out, _ := f.mustRun(t, exitOK, append(dlqArgs, "-max", "2")...)
-		contains(t, "-max 2", out, "2 message(s) read", "that is -max: more may wait")
+		contains(t, "-max 2", out, "2 messages read", "that is -max: more may wait")
 		unchanged(t, 7)
 	})
 
@@ -246,8 +247,9 @@ func TestDLQ(t *testing.T) {
 }
 
 // TestDLQFIFO: a FIFO DLQ's never-applied message goes back to its FIFO
-// source queue in its message group, under its deduplication id; the
-// applied one, keyed as sqsconsumer.DeduplicationKey keys it, stays.
+// source queue in its message group, under a deduplication id of its own
+// and keyed as sqsconsumer.DeduplicationKey keyed the original; the
+// applied one stays.
 func TestDLQFIFO(t *testing.T) {
 	f := setup(t)
 	q := newQueues(t, f.sqsClient(), true)
@@ -263,8 +265,12 @@ func TestDLQFIFO(t *testing.T) {
 		t.Errorf("expect %v, got %v", w, got)
 	}
 	sent := q.drain(t, q.src)
-	if len(sent) != 1 || sent[0].Attributes["MessageGroupId"] != "acc-2" || sent[0].Attributes["MessageDeduplicationId"] != "d-2" || aws.ToString(sent[0].Body) != `{"cents":2}` {
-		t.Errorf("expect the never-applied message in group acc-2 under d-2, got %+v", sent)
+	if len(sent) != 1 || sent[0].Attributes["MessageGroupId"] != "acc-2" || aws.ToString(sent[0].Body) != `{"cents":2}` {
+		t.Fatalf("expect the never-applied message in group acc-2, got %+v", sent)
+	}
+	// Under a deduplication id of its own, and keyed as the original.
+	if key, err := sqsconsumer.DeduplicationKey(idemtest.Received(sent[0], "")); sent[0].Attributes["MessageDeduplicationId"] == "d-2" || err != nil || key != "acc-2/d-2" {
+		t.Errorf("expect the copy under a deduplication id of its own, keyed acc-2/d-2; got %s, keyed %q, %v", sent[0].Attributes["MessageDeduplicationId"], key, err)
 	}
 	if v, _ := q.depth(t, q.dlq); v != 1 {
 		t.Errorf("DLQ: expect the applied message left, got %d", v)

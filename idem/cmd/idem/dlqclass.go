@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -15,17 +18,21 @@ import (
 
 // What a dead-lettered message is, against its claim.
 const (
-	classApplied = "applied"       // a final claim of the same payload: safe to delete
-	classNever   = "never-applied" // no claim, or an expired one of another payload: redrive
-	classReused  = "key-reused"    // a claim of another payload under its key: for a human
-	classPending = "pending"       // a lease holds its claim, or held it and ended
-	classNoKey   = "unreadable"    // no key, or one that cannot be a claim key
+	classApplied     = "applied"       // a final claim of the same payload: safe to delete
+	classNever       = "never-applied" // no claim, or an expired one of another payload: redrive
+	classSent        = "copy-sent"     // never applied, and an earlier run sent its copy: delete
+	classUndecodable = "undecodable"   // never applied, and its body is not what the consumer decodes
+	classReused      = "key-reused"    // a claim of another payload under its key: for a human
+	classPending     = "pending"       // a lease holds its claim, or held it and ended
+	classNoKey       = "unreadable"    // no key, or one that cannot be a claim key
+	classNoSource    = "no-source"     // its source queue is unknown: refused
 )
 
 // dlqMessage is one message read from the DLQ, classified.
 type dlqMessage struct {
 	msg     sqstypes.Message
 	rec     events.SQSMessage
+	route   *route
 	deleted bool
 
 	MessageID    string     `json:"messageId"`
@@ -33,20 +40,38 @@ type dlqMessage struct {
 	SentAt       time.Time  `json:"sentAt,omitzero"`
 	Group        string     `json:"groupId,omitempty"`
 	DedupID      string     `json:"deduplicationId,omitempty"`
-	Key          string     `json:"key,omitempty"`      // the idempotency key the consumer reads
-	ClaimKey     string     `json:"claimKey,omitempty"` // the claim it makes
+	SourceQueue  string     `json:"sourceQueue,omitempty"` // the queue it came from, where a redrive sends it
+	Source       string     `json:"source,omitempty"`      // the claims' Source its consumer gives it
+	Key          string     `json:"key,omitempty"`         // the idempotency key the consumer reads
+	ClaimKey     string     `json:"claimKey,omitempty"`    // the claim it makes
 	BodySHA256   string     `json:"bodySha256"`
 	Class        string     `json:"class"`
 	Detail       string     `json:"detail"`
 	Claim        *claimView `json:"claim,omitempty"`
-	Action       string     `json:"action,omitempty"` // what this run did: redriven, deleted, or why not
+	Redrive      *marker    `json:"redrive,omitempty"` // an earlier run's redrive of it
+	Action       string     `json:"action,omitempty"`  // what this run did: redriven, deleted, or why not
 }
 
-// classify keys m as the consumer does (fn, the Source source) and reads
-// its claim. Only an error reading the table stops the run.
-func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFunc, source string, now time.Time) error {
+// classify keys m as the consumer does (fn, the Source of its route) and
+// reads its claim and any earlier run's redrive of it. Only an error
+// reading the table stops the run.
+func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFunc, anyBody bool, now time.Time) error {
 	body := []byte(m.rec.Body)
 	m.BodySHA256 = idem.Fingerprint(body)
+	if q := m.route.q; q != nil {
+		m.SourceQueue = q.name
+		m.rec.EventSourceARN = q.arn
+	}
+	m.Source = m.route.source
+	if m.Source == "" {
+		m.Key, _ = fn(m.rec) // shown; its claim depends on the Source
+		m.Class, m.Detail = classNoSource, m.route.why
+		return nil
+	}
+	if err := e.claims.checkSource(m.Source); err != nil {
+		m.Class, m.Detail = classNoKey, "the claims' Source: "+err.Error()
+		return nil
+	}
 	key, err := fn(m.rec)
 	switch {
 	case err != nil:
@@ -57,7 +82,7 @@ func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFun
 		return nil
 	}
 	m.Key = key
-	m.ClaimKey = e.claims.key(idem.Message{ID: key, Source: source, Payload: body})
+	m.ClaimKey = e.claims.key(idem.Message{ID: key, Source: m.Source, Payload: body})
 	cl, err := e.claims.get(ctx, m.ClaimKey)
 	switch {
 	case errors.Is(err, errOutboxItem):
@@ -70,7 +95,7 @@ func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFun
 		return err
 	case cl == nil:
 		m.Class, m.Detail = classNever, "no claim: the consumer never committed it"
-		return nil
+		return e.never(ctx, m, anyBody, now)
 	}
 	v := view(cl, now, false)
 	m.Claim = &v
@@ -81,6 +106,7 @@ func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFun
 	switch {
 	case v.Expired && !(same && final):
 		m.Class, m.Detail = classNever, fmt.Sprintf("its claim expired at %s: the kit takes it as absent", v.ExpiresAt.Format(time.RFC3339))
+		return e.never(ctx, m, anyBody, now)
 	case !same:
 		m.Class, m.Detail = classReused, fmt.Sprintf("the claim under its key (%s at %s) holds another payload (fingerprint %.12s…, this body's %.12s…): the consumer refused it as key reuse", cl.Outcome, v.ClaimedAt.Format(time.RFC3339), cl.Fingerprint, m.BodySHA256)
 	case cl.Outcome == idem.Pending && v.Lease.Live:
@@ -97,4 +123,38 @@ func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFun
 		m.Class, m.Detail = classApplied, fmt.Sprintf("%s at %s, the same payload", cl.Outcome, v.ClaimedAt.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// never refines a never-applied message: a copy an earlier run sent
+// (copy-sent), or a body the consumer's decoder refuses (undecodable).
+func (e *env) never(ctx context.Context, m *dlqMessage, anyBody bool, now time.Time) error {
+	mk, err := e.claims.getMarker(ctx, m.MessageID)
+	if err != nil {
+		return err
+	}
+	m.Redrive = mk
+	switch {
+	case mk != nil && mk.State == markerSent:
+		m.Class, m.Detail = classSent, fmt.Sprintf("an earlier run sent its copy %s to %s at %s and could not delete it here: it is not sent again; the copy is keyed as it is", mk.Copy, mk.Queue[strings.LastIndexByte(mk.Queue, '/')+1:], mk.At.Format(time.RFC3339))
+		return nil
+	case mk != nil:
+		m.Detail += fmt.Sprintf("; an earlier run began sending its copy at %s and did not learn whether it went: a second copy is keyed as the first, and the consumer applies one", mk.At.Format(time.RFC3339))
+	}
+	if why := undecodable(m.rec.Body); why != "" && !anyBody {
+		m.Class, m.Detail = classUndecodable, why+": the consumer's decoder (-body json) refuses it, and a redrive would fail again"
+	}
+	return nil
+}
+
+// undecodable says why sqsconsumer.JSONHandler cannot decode body, as its
+// decoder says it; "" when it can (into some type: whether into the
+// consumer's is its own rule).
+func undecodable(body string) string {
+	switch {
+	case !utf8.ValidString(body):
+		return "the body is not valid UTF-8"
+	case !json.Valid([]byte(body)):
+		return "the body is not one JSON value"
+	}
+	return ""
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,6 +25,8 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 		return err
 	case o.queue == "":
 		return usagef("-queue is required: the dead-letter queue to read")
+	case o.body != "json" && o.body != "any":
+		return usagef("-body %q: want json (the consumer decodes JSON, as sqsconsumer.JSONHandler) or any", o.body)
 	case o.max < 1:
 		return usagef("-max must be at least 1")
 	case o.hold < time.Second || o.hold > 12*time.Hour:
@@ -31,32 +36,25 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 	case o.yes && !o.redrive && !o.deleteApplied:
 		return usagef("--yes confirms -redrive or -delete-applied, and neither was given")
 	}
+	for _, src := range append([]string{o.source.all}, slices.Collect(maps.Values(o.source.byQueue))...) {
+		if err := e.claims.checkSource(src); err != nil {
+			return usagef("-source: %v", err)
+		}
+	}
 	dlq, err := e.openQueue(ctx, o.queue)
 	if err != nil {
 		return err
 	}
-	src, how, err := e.sourceQueue(ctx, o, dlq)
+	if err := e.claims.checkTable(ctx, e.claims.table); err != nil {
+		return err
+	}
+	routes, err := e.newRoutes(ctx, o, dlq)
 	if err != nil {
 		return err
 	}
-	source, arn := o.source, ""
-	if src != nil {
-		arn = src.arn
-		if source == "" {
-			source = sqsconsumer.QueueName(arn)
-		}
-	}
-	if err := e.claims.checkSource(source); err != nil {
-		return usagef("-source: %v", err)
-	}
-	if src != nil && src.fifo != dlq.fifo {
-		return usagef("%s and its source queue %s are not both FIFO or both standard", dlq.name, src.name)
-	}
 	fmt.Fprintf(e.stderr, "dlq: %s holds about %d visible and %d in-flight messages; reading up to %d, each hidden for %v and then made visible again (each read counts a receive)\n",
 		dlq.name, dlq.visible, dlq.held, o.max, o.hold)
-	if src != nil {
-		fmt.Fprintf(e.stderr, "dlq: source queue %s (from %s); claims' Source %q; keys by -key-func %s\n", src.url, how, source, o.keyFunc)
-	}
+	fmt.Fprintf(e.stderr, "dlq: %s\ndlq: keys by -key-func %s; the claims' Source: %s\n", routes.describe(), o.keyFunc, sourceText(o.source))
 	if dlq.redrivePolicy != "" {
 		fmt.Fprintf(e.stderr, "dlq: warning: %s has a redrive policy of its own (%s): reading it counts receives toward it\n", dlq.name, dlq.redrivePolicy)
 	}
@@ -78,8 +76,8 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 	}
 	now := e.now()
 	for _, m := range msgs {
-		m.rec.EventSourceARN = arn
-		if err := e.classify(ctx, m, fn, source, now); err != nil {
+		m.route = routes.of(ctx, m)
+		if err := e.classify(ctx, m, fn, o.body == "any", now); err != nil {
 			return err
 		}
 	}
@@ -89,7 +87,7 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 		if time.Since(readAt) > o.hold*9/10 {
 			return failf("reading and classifying took %v, near the -hold (%v): nothing sent or deleted; run again with a longer -hold or a smaller -max", time.Since(readAt).Round(time.Second), o.hold)
 		}
-		e.act(ctx, o, dlq, src, msgs)
+		e.act(ctx, o, dlq, msgs, fn)
 	}
 	restore()
 	if o.asJSON {
@@ -99,38 +97,43 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 				return err
 			}
 		}
-		summarize(e.stderr, o, dlq, src, msgs)
+		summarize(e.stderr, o, dlq, msgs)
 		return nil
 	}
 	printDLQ(e.stdout, msgs, o.yes)
-	summarize(e.stdout, o, dlq, src, msgs)
+	summarize(e.stdout, o, dlq, msgs)
 	return nil
 }
 
+// sourceText says what -source gives, for the header.
+func sourceText(f sourceFlag) string {
+	var per []string
+	for _, q := range slices.Sorted(maps.Keys(f.byQueue)) {
+		per = append(per, q+"="+f.byQueue[q])
+	}
+	switch {
+	case f.all != "" && len(per) > 0:
+		return fmt.Sprintf("%q (%s)", f.all, strings.Join(per, ", "))
+	case f.all != "":
+		return fmt.Sprintf("%q", f.all)
+	case len(per) > 0:
+		return strings.Join(per, ", ") + ", else each source queue's name"
+	}
+	return "each source queue's name (sqsconsumer's default)"
+}
+
 // act redrives the never-applied messages (each deleted from the DLQ only
-// once its copy was sent) and deletes the applied ones, as asked.
-func (e *env) act(ctx context.Context, o dlqOptions, dlq, src *queue, msgs []*dlqMessage) {
+// once its copy was sent), finishes the redrive of those an earlier run
+// sent, and deletes the applied ones, as asked.
+func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMessage, fn sqsconsumer.KeyFunc) {
 	for _, m := range msgs {
 		switch {
 		case o.redrive && m.Class == classNever:
-			in := &sqs.SendMessageInput{QueueUrl: aws.String(src.url), MessageBody: m.msg.Body, MessageAttributes: m.msg.MessageAttributes}
-			if src.fifo {
-				if m.Group == "" {
-					m.Action = "not sent: a FIFO queue needs a message group, and it has none"
-					continue
-				}
-				in.MessageGroupId = aws.String(m.Group)
-				if m.DedupID != "" {
-					in.MessageDeduplicationId = aws.String(m.DedupID)
-				}
-			}
-			if _, err := e.sqs.SendMessage(ctx, in); err != nil {
-				m.Action = "not sent: " + err.Error()
-				continue
-			}
-			m.Action = "redriven"
+			e.redrive(ctx, dlq, m, fn)
+		case o.redrive && m.Class == classSent:
+			m.Action = "deleted: its copy was sent by an earlier run"
 			if err := e.deleteMessage(ctx, dlq, m); err != nil {
-				m.Action = "sent, but not deleted from the DLQ (the consumer takes the copy it meets second as a Duplicate): " + err.Error()
+				m.Action = "not deleted: " + err.Error()
 			}
 		case o.deleteApplied && m.Class == classApplied:
 			m.Action = "deleted"
@@ -139,6 +142,58 @@ func (e *env) act(ctx context.Context, o dlqOptions, dlq, src *queue, msgs []*dl
 			}
 		}
 	}
+}
+
+// Actions summarize counts.
+const (
+	actionRedriven = "redriven"
+	actionDeleted  = "deleted"
+)
+
+// redrive sends m's copy to the queue it came from, remembering the send
+// in a marker first, and deletes m from the DLQ once the copy is sent.
+func (e *env) redrive(ctx context.Context, dlq *queue, m *dlqMessage, fn sqsconsumer.KeyFunc) {
+	q := m.route.q
+	if q == nil {
+		m.Action = "not sent: its source queue is unknown (" + m.route.why + ")"
+		return
+	}
+	in, err := copyInput(m, q, fn)
+	if err != nil {
+		m.Action = "not sent: " + err.Error()
+		return
+	}
+	token, err := e.claims.putMarker(ctx, m, dlq, q, e.now())
+	switch {
+	case errors.Is(err, errMarkedSent):
+		m.Class, m.Action = classSent, "not sent: an earlier run sent its copy meanwhile"
+		return
+	case err != nil:
+		m.Action = "not sent: the redrive marker could not be written: " + err.Error()
+		return
+	}
+	out, err := e.sqs.SendMessage(ctx, in)
+	if err != nil {
+		m.Action = "not sent: " + err.Error()
+		if derr := e.claims.dropMarker(context.WithoutCancel(ctx), m.MessageID, token); derr != nil {
+			m.Action += fmt.Sprintf(" (its redrive marker stays, saying a send began: %v)", derr)
+		}
+		return
+	}
+	copyID := aws.ToString(out.MessageId)
+	m.Action = actionRedriven
+	var notes []string
+	if err := e.claims.markSent(context.WithoutCancel(ctx), m.MessageID, token, copyID, e.now()); err != nil {
+		notes = append(notes, "its redrive marker still says the send began, so a later run may send a second copy, keyed as this one: "+err.Error())
+	}
+	if err := e.deleteMessage(ctx, dlq, m); err != nil {
+		m.Class, m.Detail = classSent, fmt.Sprintf("its copy %s was sent to %s, and it could not be deleted here: it is not sent again; the copy is keyed as it is", copyID, q.name)
+		notes = append(notes, fmt.Sprintf("not deleted from the DLQ (%v): a later run does not send it again, and deletes it with -redrive --yes", err))
+	}
+	if len(notes) > 0 {
+		m.Action += ", but " + strings.Join(notes, "; ")
+	}
+	m.Redrive = &marker{State: markerSent, Queue: q.url, Copy: copyID, At: e.now()}
 }
 
 func (e *env) deleteMessage(ctx context.Context, dlq *queue, m *dlqMessage) error {
@@ -150,20 +205,25 @@ func (e *env) deleteMessage(ctx context.Context, dlq *queue, m *dlqMessage) erro
 }
 
 func printDLQ(w io.Writer, msgs []*dlqMessage, acted bool) {
+	if len(msgs) == 0 {
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	head := "MESSAGE ID\tRECEIVES\tKEY\tCLASS\tDETAIL"
+	head := "MESSAGE ID\tRECEIVES\tSOURCE QUEUE\tKEY\tCLASS\tDETAIL"
 	if acted {
 		head += "\tACTION"
 	}
 	fmt.Fprintln(tw, head)
-	for _, m := range msgs {
-		key := m.Key
-		if key == "" {
-			key = "-"
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
 		}
-		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s", m.MessageID, m.ReceiveCount, key, m.Class, m.Detail)
+		return s
+	}
+	for _, m := range msgs {
+		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s", m.MessageID, m.ReceiveCount, dash(m.SourceQueue), dash(m.Key), m.Class, m.Detail)
 		if acted {
-			line += "\t" + m.Action
+			line += "\t" + dash(m.Action)
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -172,40 +232,78 @@ func printDLQ(w io.Writer, msgs []*dlqMessage, acted bool) {
 
 // summarize counts the classes, says what each calls for, and what this
 // run did or would do.
-func summarize(w io.Writer, o dlqOptions, dlq, src *queue, msgs []*dlqMessage) {
+func summarize(w io.Writer, o dlqOptions, dlq *queue, msgs []*dlqMessage) {
 	count := map[string]int{}
-	acted := map[string]int{}
+	sentTo := map[string]int{} // by source queue
+	sent, kept, deleted, finished, failed := 0, 0, 0, 0, 0
 	for _, m := range msgs {
 		count[m.Class]++
-		if m.Action == "redriven" || m.Action == "deleted" {
-			acted[m.Action]++
+		switch {
+		case strings.HasPrefix(m.Action, "not "):
+			failed++
+		case strings.HasPrefix(m.Action, actionRedriven):
+			sent++
+			sentTo[m.SourceQueue]++
+			if !m.deleted {
+				kept++
+			}
+		case m.Action == actionDeleted:
+			deleted++
+		case m.deleted: // an earlier run's copy-sent message
+			finished++
 		}
 	}
-	dest := "the source queue"
-	if src != nil {
-		dest = src.url
+	if len(msgs) == 0 {
+		fmt.Fprintf(w, "no messages read from %s: none was visible\n", dlq.name)
+		return
 	}
-	fmt.Fprintf(w, "\n%d message(s) read from %s:\n", len(msgs), dlq.name)
+	fmt.Fprintf(w, "\n%s read from %s:\n", plural(len(msgs), "message"), dlq.name)
 	if len(msgs) == o.max {
 		fmt.Fprintf(w, "  (that is -max: more may wait; act on these, then run again)\n")
 	}
 	for _, c := range []struct{ class, advice string }{
-		{classApplied, "their effect is committed: delete them (-delete-applied --yes)"},
-		{classNever, "nothing of theirs is committed: send them back (-redrive --yes sends them to " + dest + ", then deletes them here)"},
-		{classReused, "their key was claimed by another payload and the consumer refused them: a human decides (the runbook: the duplicate and key-reuse alarms)"},
-		{classPending, "a lease holds or held their claim: see the runbook, a claim stuck pending"},
-		{classNoKey, "the consumer cannot key them: fix the producer, or the -key-func and -source given here"},
+		{classApplied, "the effect is committed: delete (-delete-applied --yes)"},
+		{classNever, "nothing is committed: send back (-redrive --yes sends each to the queue it came from, keyed as it was, then deletes it here)"},
+		{classSent, "a -redrive sent the copy and could not delete it here: it is not sent again; -redrive --yes deletes it, and once the copy is applied it classes applied"},
+		{classUndecodable, "nothing is committed, and the body is not what the consumer decodes (-body json): not redriven. Fix the producer and send corrected messages, then delete these by hand; or, once the consumer takes such bodies, redrive with -body any"},
+		{classReused, "the key was claimed by another payload and the consumer refused it: a human decides (the runbook: the duplicate and key-reuse alarms)"},
+		{classPending, "a lease holds or held the claim: see the runbook, a claim stuck pending"},
+		{classNoKey, "the consumer cannot key it: fix the producer, or the -key-func and -source given here"},
+		{classNoSource, "the queue it came from is unknown: not redriven; -source-queue names it"},
 	} {
 		if n := count[c.class]; n > 0 {
 			fmt.Fprintf(w, "  %d %s: %s\n", n, c.class, c.advice)
 		}
 	}
 	var did []string
-	if n := acted["redriven"]; n > 0 {
-		did = append(did, fmt.Sprintf("sent %d to %s and deleted them from %s", n, dest, dlq.name))
+	if sent > 0 {
+		var to []string
+		for _, q := range slices.Sorted(maps.Keys(sentTo)) {
+			to = append(to, fmt.Sprintf("%d to %s", sentTo[q], q))
+		}
+		d := "sent " + strings.Join(to, ", ")
+		them, they := "them", "they are"
+		if kept == 1 || kept == 0 && sent == 1 {
+			them, they = "it", "it is"
+		}
+		switch {
+		case kept == 0:
+			d += fmt.Sprintf(" and deleted %s from %s", them, dlq.name)
+		case kept == sent:
+			d += fmt.Sprintf(", not deleted from %s (see ACTION): run -redrive --yes again to delete %s; %s not sent again", dlq.name, them, they)
+		default:
+			d += fmt.Sprintf("; %d of them not deleted from %s (see ACTION): run -redrive --yes again to delete %s; %s not sent again", kept, dlq.name, them, they)
+		}
+		did = append(did, d)
 	}
-	if n := acted["deleted"]; n > 0 {
-		did = append(did, fmt.Sprintf("deleted %d applied from %s", n, dlq.name))
+	if finished > 0 {
+		did = append(did, fmt.Sprintf("deleted %d whose copy an earlier run sent", finished))
+	}
+	if deleted > 0 {
+		did = append(did, fmt.Sprintf("deleted %d applied from %s", deleted, dlq.name))
+	}
+	if failed > 0 {
+		did = append(did, fmt.Sprintf("%d not sent or not deleted (see ACTION)", failed))
 	}
 	switch {
 	case len(did) > 0:

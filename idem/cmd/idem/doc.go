@@ -11,8 +11,8 @@
 //	inspect  one claim: outcome, claim time, expiry, fingerprint, stored answer, lease, outbox messages
 //	list     claims by -source, -since/-until and -outcome; a Scan whose cost is printed first
 //	forget   delete a final claim (Processed or Rejected) with a conditional delete; --yes to do it
-//	dlq      classify a DLQ's messages as applied, never-applied, key-reused, pending or unreadable;
-//	         -redrive --yes sends the never-applied back, -delete-applied --yes deletes the applied
+//	dlq      classify a DLQ's messages against the claims of the queue each came from;
+//	         -redrive --yes sends the never-applied back there, -delete-applied --yes deletes the applied
 //
 // It reads claims as the Store that wrote them: keys from the adapters' own
 // functions (sqsconsumer.AttributeKey, DeduplicationKey, …; the webhook
@@ -22,7 +22,13 @@
 // mirror the Store's idem.Options; give the ones the functions set.
 // Every subcommand takes -json for scripts (one object a line for list
 // and dlq). Nothing is deleted or sent without --yes. Exit status: 0 done
-// or a dry run, 1 not found, refused or failed, 2 bad input.
+// or a dry run, 1 not found, refused or failed, 2 bad input. A table that
+// is not a processed-ids table (its key schema is not the claims', as the
+// accounts table's) is named as such. A read or delete that meets another
+// write on its item (TransactionConflictException, or
+// ReplicatedWriteConflictException on a global table) is sent again with
+// the Store's backoff, and past it fails saying "contention: ... try
+// again": it never reads as "no claim" or "nothing deleted".
 //
 // # Configuration
 //
@@ -33,15 +39,19 @@
 // make local stack, -local bin/local/stack.json takes the stack's
 // endpoints and Region from the state file idem-local writes (as
 // idem-local send does); its tables are named idem-local-<LogicalId>, and
-// -queue takes a queue's logical id:
+// -queue takes a queue's logical id (make local builds bin/idem and prints
+// these lines; without a Region, the command run where that file is
+// suggests -local):
 //
-//	idem -local bin/local/stack.json -table idem-local-ProcessedTable dlq -queue CreditsDeadLetterQueue
+//	bin/idem -local bin/local/stack.json -table idem-local-ProcessedTable inspect -queue CreditsQueue -message-attribute IdempotencyKey=evt_002
+//	bin/idem -local bin/local/stack.json -table idem-local-ProcessedTable dlq -queue CreditsDeadLetterQueue
 //
 // The deployed stack's names are its outputs (ProcessedTableName,
 // CreditsDeadLetterQueueUrl, …: aws cloudformation describe-stacks). The
-// command calls dynamodb:GetItem, Scan, DescribeTable and DeleteItem, and
-// sqs:GetQueueUrl, GetQueueAttributes, ListDeadLetterSourceQueues,
-// ReceiveMessage, ChangeMessageVisibility, DeleteMessage and SendMessage.
+// command calls dynamodb:GetItem, Scan, DescribeTable and DeleteItem, and,
+// for dlq -redrive's markers, PutItem and UpdateItem; and sqs:GetQueueUrl,
+// GetQueueAttributes, ListDeadLetterSourceQueues, ReceiveMessage,
+// ChangeMessageVisibility, DeleteMessage and SendMessage.
 //
 // # Reading a dead-letter queue without consuming it
 //
@@ -62,31 +72,63 @@
 // messages is hidden, so one run sees at most one receive's worth (up to
 // 10) of each group.
 //
-// Each message is keyed as its consumer keys it (-key-func, the names of
-// sqsconsumer's functions, or a comma list of them for sqsconsumer.FirstKey;
-// the consumer's Source by -source, else the source queue's name, which
-// ListDeadLetterSourceQueues finds) and its claim read:
+// Each message is classed against the queue it came from: the one its
+// DeadLetterQueueSourceArn names (SQS sets it on every message it moves to
+// a DLQ), so a DLQ that several queues share is split by source. A message
+// without it (one put there by hand) goes by -source-queue, else by the
+// one queue ListDeadLetterSourceQueues names; when the DLQ serves several
+// and -source-queue is not given, that message alone is refused
+// (no-source). A queue given as -queue that is some queue's source and no
+// queue's DLQ is named as such, with its DLQ. Each message is keyed as its
+// consumer keys it (-key-func, the names of sqsconsumer's functions, or a
+// comma list of them for sqsconsumer.FirstKey), under the claims' Source
+// of its queue: its name, as sqsconsumer's default, or -source (one for
+// every queue, or per queue: -source credits=credits,refunds=refunds-v2),
+// and its claim read:
 //
 //	applied        a Processed or Rejected claim of the same payload (the body's SHA-256): safe to delete
 //	never-applied  no claim, or an expired one not of this payload applied: redrive it
+//	copy-sent      never applied, and a -redrive sent its copy but could not delete it here: not sent again
+//	undecodable    never applied, and not one JSON value in valid UTF-8, which sqsconsumer.JSONHandler
+//	               refuses (-body json, the default; -body any for a consumer that takes any body)
 //	key-reused     a claim of another payload under its key: the consumer refused it; a human decides
 //	pending        a lease holds the claim, or held it and ended without a commit
 //	unreadable     no key of the kind -key-func reads, or one that cannot be a claim key
+//	no-source      the queue it came from is unknown: not redriven
 //
 // A message whose claim of the same payload has expired is still applied:
 // the kit would take the claim as absent and apply it again, which a
-// redrive must not cause. -redrive sends a copy of each never-applied
-// message to the source queue (the same body and message attributes; on
-// FIFO the same group and deduplication id, which SQS drops as a duplicate
-// if its first send is under 5 minutes old), and deletes it from the DLQ
-// only once the send succeeded. A redriven message gets a new messageId,
-// so a consumer keyed by messageId (sqsconsumer.MessageIDKey) sees a new
-// message; one keyed by an IdempotencyKey or a FIFO deduplication id sees
-// the same one, and answers a redrive of a message that was in fact
-// applied Duplicate: there, the classification saves a round trip and
-// tells people what happened, while exactly-once rests on the claims.
-// Under messageId keys it matters: a redrive of an applied message would
-// be applied again (SQS's own DLQ redrive would do that to every one).
+// redrive must not cause.
+//
+// -redrive sends a copy of each never-applied message to the queue it came
+// from: the same body and message attributes, and on FIFO the same group.
+// The copy gets a messageId of its own, and on FIFO a deduplication id of
+// its own ("redrive-" and the messageId): SQS drops a message resent with
+// the original's deduplication id for 5 minutes after its first send, so
+// the copy would never be delivered. So that the consumer still keys the
+// copy as it keyed the original, the copy carries the original's messageId
+// and deduplication id in the message attributes
+// IdempotencyRedriveMessageId and IdempotencyRedriveDeduplicationId
+// (sqsconsumer.RedriveMessageIDAttribute, RedriveDeduplicationIDAttribute),
+// which sqsconsumer's key functions read in place of the copy's own: a
+// consumer keyed by messageId or deduplication id needs the sqsconsumer of
+// this release, and a KeyFunc of its own must read them too. Before it
+// sends, the command keys the copy with -key-func and refuses to send one
+// keyed otherwise. A copy of a message that was applied meanwhile, or a
+// second copy, is then a Duplicate.
+//
+// The DLQ message cannot be marked, so before each send the command writes
+// a redrive marker to the processed-ids table (a conditional PutItem;
+// key KeyPrefix + "#redrive#" + messageId, which no claim or outbox item
+// can have; kind "redrive", which the relay and list leave alone; expiring
+// with the DLQ's retention), marks it sent with the copy's messageId, and
+// only then deletes the message from the DLQ. A run whose DeleteMessage
+// fails reports the copy sent; a later run finds the marker, classes the
+// message copy-sent, never sends it again, and with -redrive --yes deletes
+// it. A run that died between the marker and learning whether its send
+// went leaves a marker saying the send began: the next run sends again
+// (on FIFO under the same deduplication id, which SQS drops within
+// 5 minutes), and the consumer applies one of the copies.
 //
 // # Runbook: a message in the dead-letter queue
 //
@@ -96,7 +138,9 @@
 //
 //  1. Find why: the function's log lines at WARN for the queue's Source
 //     ("idem: Failed" with its error, "idem: KeyReuse" with both
-//     fingerprints), by the message's messageId.
+//     fingerprints), by the message's messageId, or by its key: a failure
+//     logs the id and key it could read, a body that does not decode
+//     included.
 //  2. Sort the DLQ, moving nothing:
 //     idem -table $TABLE dlq -queue $DLQ_URL
 //     (keys by sqsconsumer.DefaultKey; the ledger's consumer: -source
@@ -111,11 +155,25 @@
 //     dlq … -delete-applied --yes.
 //  4. never-applied: deploy the fix for the cause first, or they come
 //     back; then dlq … -redrive --yes, and watch them leave the source
-//     queue (the function's Processed metric for the Source).
-//  5. key-reused, pending, unreadable: the sections below; unreadable
+//     queue (the function's Processed metric for the Source). A run that
+//     says "sent …, not deleted" (ACTION: redriven, but not deleted): the
+//     copy is on its way; run dlq … -redrive --yes again, which deletes
+//     the message without sending it again (copy-sent).
+//  5. copy-sent: a copy is in the source queue already. dlq … -redrive
+//     --yes deletes the DLQ message; or leave it, and once the copy is
+//     applied it classes applied. Never send it by hand: only the
+//     command's copy carries the original's key.
+//  6. undecodable: the consumer's decoder refuses the body, and would
+//     again. Fix the producer and have it send a corrected message, then
+//     delete the DLQ message by hand (aws sqs delete-message); if the
+//     consumer was wrong and now takes such bodies, redrive with -body any.
+//  7. no-source: the message carries no DeadLetterQueueSourceArn and the
+//     DLQ serves several queues: find its queue from its body or
+//     attributes, then dlq … -source-queue $QUEUE -redrive --yes.
+//  8. key-reused, pending, unreadable: the sections below; unreadable
 //     messages lack the key the consumer reads: fix the producer, then
 //     send the message again with a key and delete the DLQ copy by hand.
-//  6. Run dlq again: what is left needs a person.
+//  9. Run dlq again: what is left needs a person.
 //
 // # Runbook: a claim stuck pending
 //

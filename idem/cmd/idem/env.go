@@ -131,10 +131,17 @@ func (g *globals) awsConfig(ctx context.Context) (aws.Config, *localState, error
 		return aws.Config{}, nil, fmt.Errorf("AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
+		if _, err := os.Stat(localStatePath); err == nil {
+			return aws.Config{}, nil, usagef("no AWS Region: set AWS_REGION, a profile's region, or -region; for the make local stack running here, -local %s", localStatePath)
+		}
 		return aws.Config{}, nil, usagef("no AWS Region: set AWS_REGION, a profile's region, or -region")
 	}
 	return cfg, nil, nil
 }
+
+// localStatePath is where make local writes its state file, from the
+// repository's root.
+const localStatePath = "bin/local/stack.json"
 
 // localState is the part of idem-local's state file (idem/cmd/idem-local,
 // writeState) this command reads: how a second process finds the running

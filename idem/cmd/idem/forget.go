@@ -90,6 +90,9 @@ func (e *env) forget(ctx context.Context, t target, force, yes, asJSON bool) err
 	}
 	beforeDelete()
 	if err := e.claims.deleteUnchanged(ctx, cl); err != nil {
+		if f := (*failure)(nil); errors.As(err, &f) {
+			return err // contention past the retries: said as such
+		}
 		if !isCode(err, "ConditionalCheckFailedException") {
 			return fmt.Errorf("DeleteItem %s: %w", t.key, err)
 		}
@@ -148,7 +151,11 @@ func consequences(v claimView, now time.Time) []string {
 	}
 	switch {
 	case len(v.Outbox) > 0:
-		n = append(n, fmt.Sprintf("Outbox: the effect sent %d message(s) through the outbox (listed above); the relay has sent them or is sending them, and forgetting does not unsend them. A reprocess sends its messages under new ids (they name the new claim's time), which their consumers take as new messages.", len(v.Outbox)))
+		them := "them"
+		if len(v.Outbox) == 1 {
+			them = "it"
+		}
+		n = append(n, fmt.Sprintf("Outbox: the effect sent %s through the outbox (listed above); the relay has sent %s or is sending %s, and forgetting does not unsend %s. A reprocess sends its messages under new ids (they name the new claim's time), which their consumers take as new messages.", plural(len(v.Outbox), "message"), them, them, them))
 	case v.Outcome != string(idem.Pending) && now.Sub(v.ClaimedAt) > outboxRetention:
 		n = append(n, "Outbox: any messages the effect sent are gone from the outbox (kept 48h by default) and were sent; forgetting does not unsend them, and a reprocess sends new ones under new ids.")
 	}
@@ -182,6 +189,8 @@ func (c *claims) deleteUnchanged(ctx context.Context, cl *claim) error {
 	if len(values) > 0 {
 		in.ExpressionAttributeValues = values
 	}
-	_, err := c.db.DeleteItem(ctx, in)
-	return err
+	return retry(ctx, "DeleteItem "+cl.Key, func() error {
+		_, err := c.db.DeleteItem(ctx, in)
+		return err
+	})
 }

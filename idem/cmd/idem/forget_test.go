@@ -29,7 +29,7 @@ func TestForget(t *testing.T) {
 
 	t.Run("a final claim: a dry run, then --yes", func(t *testing.T) {
 		out, _ := f.mustRun(t, exitOK, append([]string{"forget"}, name...)...)
-		contains(t, "dry run", out, "Processed", "Forgetting undoes no effect", "Warm caches", "Options.CacheSize", "Outbox: the effect sent 2 message(s)", "new ids",
+		contains(t, "dry run", out, "Processed", "Forgetting undoes no effect", "Warm caches", "Options.CacheSize", "Outbox: the effect sent 2 messages", "new ids",
 			"dry run: nothing deleted; pass --yes")
 		if f.item("credits#evt_1") == nil {
 			t.Fatal("the dry run deleted the claim")

@@ -101,7 +101,7 @@ func printClaim(w io.Writer, v claimView, now time.Time) {
 	printAnswer(row, v.Answer)
 	switch {
 	case len(v.Outbox) > 0:
-		row("outbox", "%d message(s) sent with this claim:", len(v.Outbox))
+		row("outbox", "%s sent with this claim:", plural(len(v.Outbox), "message"))
 	case v.Outcome == string(idem.Pending):
 		row("outbox", "none yet: a pending claim has committed nothing")
 	case now.Sub(v.ClaimedAt) > outboxRetention:
@@ -144,9 +144,9 @@ func printAnswer(row func(k, format string, a ...any), a *answerView) {
 		}
 		row("", "body (%s) %s", enc, h.Body)
 	case a.Text != nil:
-		row("answer", "%d bytes, text: %s", a.Bytes, *a.Text)
+		row("answer", "%s, text: %s", plural(a.Bytes, "byte"), *a.Text)
 	default:
-		row("answer", "%d bytes, base64: %s", a.Bytes, a.Base64)
+		row("answer", "%s, base64: %s", plural(a.Bytes, "byte"), a.Base64)
 	}
 	if a != nil && a.WebhookError != "" {
 		row("", "(not a webhook Receiver's stored response: %s)", a.WebhookError)

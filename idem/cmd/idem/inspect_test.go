@@ -124,7 +124,7 @@ func TestInspect(t *testing.T) {
 		want []string
 	}{
 		{"sqsconsumer: IdempotencyKey attribute", []string{"-queue", "credits", "-message-attribute", "IdempotencyKey=evt_1"},
-			[]string{"credits#evt_1", "Processed", `credited {"cents":500}`, "2 message(s) sent", sent["credits#evt_1"][0], sent["credits#evt_1"][1], "type credit.audited", "Team=payments"}},
+			[]string{"credits#evt_1", "Processed", `credited {"cents":500}`, "2 messages sent", sent["credits#evt_1"][0], sent["credits#evt_1"][1], "type credit.audited", "Team=payments"}},
 		{"sqsconsumer: queue URL and -id", []string{"-queue", "https://sqs.us-east-1.amazonaws.com/123456789012/credits", "-id", "evt_1"},
 			[]string{"credits#evt_1", "Processed"}},
 		{"sqsconsumer: FIFO group and deduplication id", []string{"-queue", "arn:aws:sqs:us-east-1:123456789012:credits.fifo", "-group", "acc-9", "-dedup", "d-1"},

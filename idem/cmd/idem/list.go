@@ -67,12 +67,19 @@ func (e *env) list(ctx context.Context, o listOptions) error {
 	if err != nil {
 		return tableErr("DescribeTable", e.claims.table, err)
 	}
+	if err := e.claims.checkSchema(e.claims.table, d.Table); err != nil {
+		return err
+	}
 	items, size := aws.ToInt64(d.Table.ItemCount), aws.ToInt64(d.Table.TableSizeBytes)
 	// A Scan is charged by the size it reads, 4 KB a unit, halved for an
 	// eventually consistent read; and at least one page's half unit.
 	rcu := max(float64(size)/4096/2, 0.5)
-	fmt.Fprintf(e.stderr, "list: a Scan reads all of %s: about %d items, %s, so about %s read capacity units (eventually consistent: 4 KB per unit, halved; DynamoDB updates these figures about every six hours)\n",
-		e.claims.table, items, bytesText(size), strconv.FormatFloat(math.Round(rcu*10)/10, 'f', -1, 64))
+	units := strconv.FormatFloat(math.Round(rcu*10)/10, 'f', -1, 64) + " read capacity units"
+	if units == "1 read capacity units" {
+		units = "1 read capacity unit"
+	}
+	fmt.Fprintf(e.stderr, "list: a Scan reads all of %s: about %s, %s, so about %s (eventually consistent: 4 KB per unit, halved; DynamoDB updates these figures about every six hours)\n",
+		e.claims.table, plural(int(items), "item"), bytesText(size), units)
 	if rcu > o.maxRCU && !o.yes {
 		return failf("the estimate exceeds -max-rcu %.0f: nothing was read; pass --yes to scan anyway, or narrow it with -limit", o.maxRCU)
 	}
@@ -107,7 +114,7 @@ func (e *env) list(ctx context.Context, o listOptions) error {
 				found = append(found, v)
 			}
 		}
-		progress.printf("list: %d items scanned, %d matched", scanned, matched)
+		progress.printf("list: %s scanned, %d matched", plural(scanned, "item"), matched)
 	}
 	progress.done()
 	if !o.asJSON {
@@ -170,7 +177,7 @@ func printList(w io.Writer, found []claimView, now time.Time) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.ClaimedAt.Format(time.RFC3339), outcome, v.Source, v.Key, exp)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d claim(s)\n", len(found))
+	fmt.Fprintln(w, plural(len(found), "claim"))
 }
 
 // parseTime reads an RFC 3339 time, a date, or a duration ago ("24h",
@@ -207,6 +214,14 @@ func parseOutcome(s string) (idem.Outcome, error) {
 	return "", usagef("-outcome %q: a stored claim is Processed, Rejected or Pending (Duplicate and KeyReuse are deliveries, counted in the metrics, never stored)", s)
 }
 
+// plural is n and noun, with an s unless n is 1: "1 claim", "0 claims".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 func bytesText(n int64) string {
 	switch {
 	case n >= 1<<30:
@@ -216,7 +231,7 @@ func bytesText(n int64) string {
 	case n >= 1<<10:
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
-	return fmt.Sprintf("%d bytes", n)
+	return plural(int(n), "byte")
 }
 
 // progress is a line on stderr that a terminal rewrites in place; other

@@ -105,7 +105,7 @@ func TestList(t *testing.T) {
 
 	t.Run("limit", func(t *testing.T) {
 		out, _ := f.mustRun(t, exitOK, "list", "-limit", "1")
-		contains(t, "list -limit 1", out, "1 claim(s)")
+		contains(t, "list -limit 1", out, "1 claim")
 	})
 
 	t.Run("over the read budget", func(t *testing.T) {
@@ -115,6 +115,22 @@ func TestList(t *testing.T) {
 			t.Errorf("expect no Scan, got stdout %q, stderr %q", out, errOut)
 		}
 		out, _ = f.mustRun(t, exitOK, "list", "-max-rcu", "0", "--yes")
-		contains(t, "with --yes", out, "6 claim(s)")
+		contains(t, "with --yes", out, "6 claims")
 	})
+}
+
+// TestListOne: one claim in the table is "1 item" and "1 claim", in
+// words, as any other count.
+func TestListOne(t *testing.T) {
+	f := setup(t)
+	if _, err := f.store(time.Time{}).Process(context.Background(), idem.Message{ID: "c-1", Source: "credits", Payload: []byte("x")},
+		func(context.Context, idem.Message) (idem.Effect, error) { return idem.Effect{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := f.mustRun(t, exitOK, "list")
+	contains(t, "stderr", errOut, "about 1 item, ", "1 item scanned")
+	if !strings.HasSuffix(out, "\n1 claim\n") {
+		t.Errorf("expect the listing to end on 1 claim, got\n%s", out)
+	}
+	t.Logf("idem list\n%s%s", errOut, out)
 }

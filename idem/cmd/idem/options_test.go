@@ -30,13 +30,13 @@ func TestStoreOptions(t *testing.T) {
 	global := []string{"-sort-key", "sk", "-sort-key-value", "CLAIM", "-attr", "outcome=status", "-attr", "claimedAt=at", "-prefix", "IDEM#", "-scope", "billing"}
 
 	out, _ := f.mustRun(t, exitOK, append(global, "inspect", "-queue", "credits", "-message-attribute", "IdempotencyKey=evt_1")...)
-	contains(t, "inspect", out, "IDEM#billing#evt_1", "Processed", "2 message(s) sent", `credited {"cents":5}`)
+	contains(t, "inspect", out, "IDEM#billing#evt_1", "Processed", "2 messages sent", `credited {"cents":5}`)
 
 	out, _ = f.mustRun(t, exitOK, append(global, "list")...)
-	contains(t, "list", out, "IDEM#billing#evt_1", "IDEM#billing#evt_2", "2 claim(s)")
+	contains(t, "list", out, "IDEM#billing#evt_1", "IDEM#billing#evt_2", "2 claims")
 
 	// Without the attribute names, the claims read as another Store's: no
 	// outcome, so none listed.
 	out, _ = f.mustRun(t, exitOK, "-sort-key", "sk", "-sort-key-value", "CLAIM", "list")
-	contains(t, "list without -attr", out, "0 claim(s)")
+	contains(t, "list without -attr", out, "0 claims")
 }

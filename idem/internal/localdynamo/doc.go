@@ -40,8 +40,12 @@
 //	defer srv.Stop()
 //	// point the SDK at srv.Endpoint (AWS_ENDPOINT_URL_DYNAMODB)
 //
-// StartSQS starts moto's SQS in a process of its own, unpatched: an SQS long
-// poll must never hold up DynamoDB requests.
+// StartSQS starts moto's SQS in a process of its own (an SQS long poll must
+// never hold up DynamoDB requests), patched where moto differs from SQS in
+// what the kit's redrive depends on: a message moved to its dead-letter
+// queue carries DeadLetterQueueSourceArn, and a FIFO queue drops a message
+// whose deduplication id it was sent in the last 5 minutes even when that
+// message was deleted or moved since.
 //
 // moto is found as the python3 on PATH (Options.Python); when it is missing,
 // Start fails with the command that installs it.

@@ -37,9 +37,16 @@ Unlike DynamoDB, stream records are kept until the server stops (DynamoDB
 keeps them 24 hours), in one shard per table that never closes.
 It is started by the Go package github.com/idemkit/kit/idem/internal/localdynamo, which
 embeds this file. With --mode sqs it serves moto unserialized, so SQS long
-polls never stall DynamoDB requests, and patched in one way: a
-SendMessageBatch entry's MessageSystemAttributes (its AWSTraceHeader) are
-kept, as SQS keeps them and moto does only for SendMessage.
+polls never stall DynamoDB requests, and patched where moto differs from
+SQS in what the kit's redrive depends on:
+  a. a SendMessageBatch entry's MessageSystemAttributes (its AWSTraceHeader)
+     are kept, as SQS keeps them and moto does only for SendMessage;
+  b. a message moved to its dead-letter queue carries the system attribute
+     DeadLetterQueueSourceArn, the queue it came from, as SQS sets it;
+  c. a FIFO queue drops a message sent with a deduplication id it was sent
+     in the last 5 minutes, also when that message was deleted or moved
+     since (moto compares only the messages still in the queue), within
+     the message group under DeduplicationScope messageGroup.
 """
 
 import argparse
@@ -416,6 +423,71 @@ def patch_sqs_batch_system_attributes() -> None:
     SQSBackend.send_message_batch = patched_send_message_batch
 
 
+_received = threading.local()
+
+
+def patch_sqs_dead_letters() -> None:
+    """Patches b and c of the module doc: DeadLetterQueueSourceArn on a
+    message moved to a dead-letter queue, and SQS's 5-minute deduplication
+    memory on FIFO queues."""
+    from moto.sqs.models import DEDUPLICATION_TIME_IN_SECONDS, Queue, SQSBackend
+    from moto.sqs.responses import SQSResponse
+
+    receive_message = SQSBackend.receive_message
+
+    def patched_receive_message(self, queue_name, *args, **kwargs):
+        queue = self.get_queue(queue_name)
+        dlq = queue.dead_letter_queue
+        # moto moves a message by handing the same object to the DLQ.
+        before = {id(m) for m in queue._messages} if dlq is not None else set()
+        result = receive_message(self, queue_name, *args, **kwargs)
+        if dlq is not None:
+            for m in list(dlq._messages):
+                if id(m) in before:
+                    m.system_attributes = dict(m.system_attributes or {})
+                    m.system_attributes["DeadLetterQueueSourceArn"] = queue.queue_arn
+        _received.it = result
+        return result
+
+    response = SQSResponse.receive_message
+
+    def patched_response(self):
+        _received.it = None
+        result = response(self)
+        received = {m.id: m for m in (getattr(_received, "it", None) or [])}
+        _received.it = None
+        names = set(self._get_param("AttributeNames", []) + self._get_param("MessageSystemAttributeNames", []))
+        if not ("All" in names or "DeadLetterQueueSourceArn" in names):
+            return result
+        for msg in (result.result or {}).get("Messages", []):
+            m = received.get(msg.get("MessageId"))
+            arn = (m.system_attributes or {}).get("DeadLetterQueueSourceArn") if m is not None else None
+            if arn:
+                msg.setdefault("Attributes", {})["DeadLetterQueueSourceArn"] = arn
+        return result
+
+    add_message = Queue.add_message
+
+    def patched_add_message(self, message):
+        # A message moved from a source queue has been received: only sends
+        # are deduplicated.
+        if self.fifo_queue and message.deduplication_id and not message.approximate_receive_count:
+            group = message.group_id if self.attributes.get("DeduplicationScope") == "messageGroup" else None
+            seen = self.__dict__.setdefault("_localdynamo_dedup", {})
+            now = time.time()
+            for k, at in list(seen.items()):
+                if now - at >= DEDUPLICATION_TIME_IN_SECONDS:
+                    del seen[k]
+            if (group, message.deduplication_id) in seen:
+                return
+            seen[(group, message.deduplication_id)] = now
+        add_message(self, message)
+
+    SQSBackend.receive_message = patched_receive_message
+    SQSResponse.receive_message = patched_response
+    Queue.add_message = patched_add_message
+
+
 def sweep(now: float) -> dict:
     """Deletes items whose TTL attribute is a number of epoch seconds in the past.
 
@@ -528,6 +600,7 @@ def main() -> None:
         patch_shard_iterators(args.shard_iterator_seconds)
     else:
         patch_sqs_batch_system_attributes()
+        patch_sqs_dead_letters()
     server = Server(DomainDispatcherApplication(create_backend_app), serialize)
     httpd = make_server(args.host, args.port, server, threaded=True)
     if args.exit_on_stdin_eof:

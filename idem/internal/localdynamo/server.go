@@ -72,8 +72,8 @@ func Start(ctx context.Context, optFns ...func(*Options)) (*Server, error) {
 	return start(ctx, "dynamodb", optFns)
 }
 
-// StartSQS starts moto's SQS, unpatched, in a process of its own on
-// 127.0.0.1 and an ephemeral port.
+// StartSQS starts moto's SQS, patched as the package doc says, in a
+// process of its own on 127.0.0.1 and an ephemeral port.
 func StartSQS(ctx context.Context, optFns ...func(*Options)) (*Server, error) {
 	return start(ctx, "sqs", optFns)
 }

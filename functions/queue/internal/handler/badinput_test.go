@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/idemkit/kit/functions/internal/credit"
 	"github.com/idemkit/kit/functions/queue/internal/handler"
@@ -64,6 +65,20 @@ func TestBadBodiesFailWithTheirReason(t *testing.T) {
 			}
 		})
 	}
+	t.Run("logged under its key", func(t *testing.T) {
+		logs.Reset()
+		rec := events.SQSMessage{MessageId: "m-2", Body: `{"id":"evt_bad","account":`, EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:credits",
+			MessageAttributes: map[string]events.SQSMessageAttribute{"IdempotencyKey": {DataType: "String", StringValue: aws.String("evt_bad")}}}
+		if resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec}}); err != nil || len(resp.BatchItemFailures) != 1 {
+			t.Fatalf("want m-2 in batchItemFailures and no error, got %v, %v", resp.BatchItemFailures, err)
+		}
+		for _, want := range []string{`"outcome":"Failed"`, `"id":"evt_bad"`, `"key":"credits#evt_bad"`, `"messageId":"m-2"`, "not valid JSON"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("want %s in the Failed line, got %s", want, logs.String())
+			}
+		}
+		t.Logf("%s", logs.String())
+	})
 	if n := e.Claims(t); n != 0 {
 		t.Errorf("want no claim, got %d", n)
 	}

@@ -69,9 +69,9 @@ func FuzzRecord(f *testing.F) {
 		}
 		key, err := handler.Key(rec)
 		switch {
-		case perr != nil: // no credit, no key: nothing is written for it
-			if err == nil || key != "" {
-				t.Fatalf("key of a body that is no credit (%v): expect an error, got %q, %v", perr, key, err)
+		case perr != nil: // no credit: an error, with the key its failure is logged under
+			if err == nil || key != want {
+				t.Fatalf("key of a body that is no credit (%v): expect an error with the key %q, got %q, %v", perr, want, key, err)
 			}
 		case err != nil || key != want:
 			t.Fatalf("key: expect %q, got %q, %v", want, key, err)

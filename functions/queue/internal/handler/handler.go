@@ -36,20 +36,30 @@ func New(store *idem.Store, a credit.Applier) (func(context.Context, events.SQSE
 
 // Key is the first of: the message attribute IdempotencyKey, a FIFO
 // queue's message group and MessageDeduplicationId
-// (sqsconsumer.DeduplicationKey), the body's "id", the record's messageId.
-// A body that is no credit has no key: its record fails with the reason
-// before anything is written, so that bad input leaves no claim behind,
-// not even the lease's pending one.
+// (sqsconsumer.DeduplicationKey), the body's "id", the record's messageId
+// (the original's, for a redriven copy). A body that is no credit fails its
+// record with the reason before anything is written, so that bad input
+// leaves no claim behind, not even the lease's pending one; the key read
+// before it is returned with the error, so that the failure is logged
+// under it.
 func Key(rec events.SQSMessage) (string, error) {
-	if _, err := credit.Parse([]byte(rec.Body)); err != nil {
-		return "", err
+	k, err := key(rec)
+	if err != nil {
+		return k, err
 	}
-	return key(rec)
+	if _, err := credit.Parse([]byte(rec.Body)); err != nil {
+		return k, err
+	}
+	return k, nil
 }
 
 var key = sqsconsumer.FirstKey(sqsconsumer.AttributeKey, sqsconsumer.DeduplicationKey, bodyID, sqsconsumer.MessageIDKey)
 
+// bodyID is a credit's "id"; a body that is no credit has none.
 func bodyID(rec events.SQSMessage) (string, error) {
-	c, _ := credit.Parse([]byte(rec.Body))
+	c, err := credit.Parse([]byte(rec.Body))
+	if err != nil {
+		return "", nil
+	}
 	return c.ID, nil
 }

@@ -17,17 +17,19 @@ func TestKeyOrder(t *testing.T) {
 		name string
 		rec  events.SQSMessage
 		want string
+		fail bool // the body is no credit: an error, with the key it is logged under
 	}{
-		{"attribute before all", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo, MessageAttributes: withAttr}, "order-77"},
-		{"group and deduplication id before body id", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo}, "acc-9/dedup-1"},
-		{"body id before messageId", events.SQSMessage{MessageId: "m", Body: body}, "evt_001"},
-		{"messageId when the body has no id", events.SQSMessage{MessageId: "m", Body: `{"account": "acc-9", "cents": 500}`}, "m"},
-		{"none when the body is no credit, even with an attribute", events.SQSMessage{MessageId: "m", Body: `{"id": "evt_001", "account": "acc-9", "cents": 0}`, MessageAttributes: withAttr}, ""},
+		{"attribute before all", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo, MessageAttributes: withAttr}, "order-77", false},
+		{"group and deduplication id before body id", events.SQSMessage{MessageId: "m", Body: body, Attributes: fifo}, "acc-9/dedup-1", false},
+		{"body id before messageId", events.SQSMessage{MessageId: "m", Body: body}, "evt_001", false},
+		{"messageId when the body has no id", events.SQSMessage{MessageId: "m", Body: `{"account": "acc-9", "cents": 500}`}, "m", false},
+		{"a body that is no credit fails under its attribute", events.SQSMessage{MessageId: "m", Body: `{"id": "evt_001", "account": "acc-9", "cents": 0}`, MessageAttributes: withAttr}, "order-77", true},
+		{"a body that is no credit has no body id", events.SQSMessage{MessageId: "m", Body: `{"id": "evt_001", "account": `}, "m", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := handler.Key(tc.rec)
-			if (err != nil) != (tc.want == "") || got != tc.want {
-				t.Fatalf("expect %q, got %q, %v", tc.want, got, err)
+			if (err != nil) != tc.fail || got != tc.want {
+				t.Fatalf("expect %q (an error: %v), got %q, %v", tc.want, tc.fail, got, err)
 			}
 		})
 	}
