@@ -21,6 +21,9 @@ type adapterSeam struct{ s *Store }
 // CheckSource says why source cannot be a message's Source on the Store.
 func (a adapterSeam) CheckSource(source string) error { return a.s.checkSource(source) }
 
+// CheckTenant says why t cannot be a message's Tenant.
+func (a adapterSeam) CheckTenant(t string) error { return checkTenant(t) }
+
 // CheckLease says why the Store cannot run handlers under a lease with o.
 func (a adapterSeam) CheckLease(o LeaseOptions) error { return a.s.checkLease(o) }
 

@@ -26,6 +26,7 @@ type claims struct {
 	store              *idem.Store // built with the global flags; never processes
 	table, outboxTable string
 	prefix             string              // -prefix, the Store's KeyPrefix
+	tenant             string              // -tenant: the tenant's claims
 	attrs              idem.AttributeNames // as given; names() fills the defaults
 	sortKeyValue       string
 }
@@ -58,8 +59,11 @@ func (c *claims) names() idem.AttributeNames {
 	return a
 }
 
-// key is the claim key the Store gives msg.
-func (c *claims) key(msg idem.Message) string { return c.store.Adapter(seam.Key{}).ClaimKey(msg) }
+// key is the claim key the Store gives msg, of -tenant's.
+func (c *claims) key(msg idem.Message) string {
+	msg.Tenant = c.tenant
+	return c.store.Adapter(seam.Key{}).ClaimKey(msg)
+}
 
 // checkSource says why source cannot be a message's Source on this Store,
 // in the adapters' words.

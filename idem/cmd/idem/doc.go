@@ -19,7 +19,9 @@
 // presets' Sources; a Mux route as a Receiver's default Source), records
 // decoded by the kit's codec, outbox items by the ids wire.ID gives them.
 // The global flags -prefix, -scope, -sort-key, -sort-key-value and -attr
-// mirror the Store's idem.Options; give the ones the functions set.
+// mirror the Store's idem.Options; give the ones the functions set. For a
+// function in Lambda's tenant isolation mode, -tenant names whose claims
+// are read (idem.Message.Tenant: each tenant's keys start #t=TENANT#).
 // Every subcommand takes -json for scripts (one object a line for list
 // and dlq). Nothing is deleted or sent without --yes. Exit status: 0 done
 // or a dry run, 1 not found, refused or failed, 2 bad input. A table that

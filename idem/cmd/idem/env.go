@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // globals are the flags every subcommand takes: where the claims are, and
@@ -30,6 +31,7 @@ type globals struct {
 	attrs               kvFlag
 	region, profile     string
 	local               string
+	tenant              string
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -45,6 +47,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.Var(g.attrs, "attr", "an attribute name the Store overrides, `field=name` such as outcome=status (repeatable; fields as in idem.AttributeNames, lower case)")
 	fs.StringVar(&g.region, "region", g.region, "the AWS `Region` (default: the SDK's, from AWS_REGION or the profile)")
 	fs.StringVar(&g.profile, "profile", g.profile, "the shared config `profile` (default: AWS_PROFILE, else default)")
+	fs.StringVar(&g.tenant, "tenant", g.tenant, "the `tenant` whose claims these are, for a function in Lambda's tenant isolation mode (idem.Message.Tenant; its keys start #t=TENANT#)")
 	fs.StringVar(&g.local, "local", g.local, "a running make local stack's state `file` (bin/local/stack.json): its endpoints, Region and dummy credentials")
 }
 
@@ -99,11 +102,16 @@ func (g *globals) open(ctx context.Context, stdout, stderr io.Writer) (*env, err
 		// The Store's own check of -prefix and -scope, in its words.
 		return nil, usagef("%s", strings.TrimPrefix(err.Error(), "idem: New: "))
 	}
+	if g.tenant != "" {
+		if err := store.Adapter(seam.Key{}).CheckTenant(g.tenant); err != nil {
+			return nil, usagef("-tenant: %v", err)
+		}
+	}
 	outbox := g.outboxTable
 	if outbox == "" {
 		outbox = g.table
 	}
-	c := &claims{db: db, store: store, table: g.table, outboxTable: outbox, prefix: g.prefix, attrs: attrs, sortKeyValue: sortKeyVal}
+	c := &claims{db: db, store: store, table: g.table, outboxTable: outbox, prefix: g.prefix, tenant: g.tenant, attrs: attrs, sortKeyValue: sortKeyVal}
 	return &env{stdout: stdout, stderr: stderr, claims: c, sqs: sq, local: local, scoped: g.scope != "", now: time.Now}, nil
 }
 

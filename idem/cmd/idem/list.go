@@ -130,7 +130,10 @@ func (c *claims) scanInput(source string, outcome idem.Outcome) (*dynamodb.ScanI
 	a := c.names()
 	cond := expression.Name(a.Outcome).AttributeExists().
 		And(expression.Or(expression.Name(wire.KindAttr).AttributeNotExists(), expression.Name(wire.KindAttr).NotEqual(expression.Value(wire.Kind))))
-	if c.prefix != "" {
+	switch {
+	case c.tenant != "": // a tenant's claims: KeyPrefix#t=TENANT#scope#id
+		cond = cond.And(expression.Name(a.Key).BeginsWith(c.prefix + "#t=" + c.tenant + "#"))
+	case c.prefix != "":
 		cond = cond.And(expression.Name(a.Key).BeginsWith(c.prefix))
 	}
 	if a.SortKey != "" {
