@@ -96,6 +96,7 @@ fuzz:
 	$(GO) test -C functions -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME) ./queue/internal/handler
 	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./idem/sqsconsumer
 	$(GO) test -run '^$$' -fuzz '^FuzzBatch$$' -fuzztime $(FUZZTIME) ./idem/sqsconsumer
+	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./idem/kafkaconsumer
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./idem/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzStripeVerifier$$' -fuzztime $(FUZZTIME) ./idem/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzHMACVerifier$$' -fuzztime $(FUZZTIME) ./idem/webhook

@@ -28,8 +28,9 @@
 //   - Ways in: [Store.Process] for one message, [Store.ProcessBatch] for
 //     many in as few transactions as DynamoDB allows, [Wrap] for a Lambda
 //     handler of any event type; the adapters idem/sqsconsumer,
-//     idem/webhook and idem/stream for SQS, API Gateway webhooks and
-//     DynamoDB or Kinesis streams.
+//     idem/kafkaconsumer, idem/webhook and idem/stream for SQS, Kafka (MSK
+//     and self-managed), API Gateway webhooks and DynamoDB or Kinesis
+//     streams.
 //   - Keys: [Options.KeyPrefix] + scope + "#" + [Message.ID], the scope
 //     being [Options.Scope] or the message's Source; a redelivery is told
 //     from a reuse of its id by [Message.Fingerprint].

@@ -29,6 +29,7 @@
 //	}
 //
 // The events: SQSMessage (FIFO for a FIFO queue's), SQSEvent,
+// KafkaRecord and KafkaEvent (an MSK or self-managed Kafka batch),
 // HTTPRequest and RESTRequest (API Gateway's two payload formats),
 // EventBridgeEvent, StreamRecord and DynamoDBEvent, and Received for a
 // message a test received from a local queue. Replay and

@@ -20,10 +20,12 @@ type Delivery[R any] struct {
 
 // Replay hands event to handle n times, one after another, as a sender
 // that redelivers does (an SQS batch's records with their receive count
-// going up by one each time), and returns what each delivery returned, in
+// going up by one each time; a Kafka batch's the same records again, each
+// delivery a copy of its own), and returns what each delivery returned, in
 // order. handle is any of the kit's handlers: an SQS batch handler
-// (sqsconsumer.New), a webhook's (Receiver.HandleV2, Mux.Handle), a
-// wrapped one (idem.Wrap), a stream's, or a closure over Store.Process.
+// (sqsconsumer.New), a Kafka one (kafkaconsumer.New), a webhook's
+// (Receiver.HandleV2, Mux.Handle), a wrapped one (idem.Wrap), a stream's,
+// or a closure over Store.Process.
 func Replay[E, R any](ctx context.Context, n int, handle func(context.Context, E) (R, error), event E) []Delivery[R] {
 	out := make([]Delivery[R], n)
 	for i := range out {
@@ -35,8 +37,13 @@ func Replay[E, R any](ctx context.Context, n int, handle func(context.Context, E
 // redelivery is event as its delivery i (0 the first): an SQS batch's
 // records count it as SQS does, their ApproximateReceiveCount i more than
 // the event's own (1 when it has none readable), so that a consumer sees
-// a redelivery as one (idem.Message.Attempt). Other events are as given.
+// a redelivery as one (idem.Message.Attempt). A Kafka batch has no count:
+// each delivery is a copy of the same records (kafkaRedelivery). Other
+// events are as given.
 func redelivery[E any](event E, i int) E {
+	if ev, ok := any(event).(events.KafkaEvent); ok {
+		return any(kafkaRedelivery(ev)).(E)
+	}
 	ev, ok := any(event).(events.SQSEvent)
 	if !ok || i == 0 {
 		return event

@@ -4,11 +4,12 @@
 // (idem/idemtest).
 //
 //   - TestMatrix runs every way a message enters the kit (Process,
-//     ProcessLeased, the SQS adapter per record and in batch transactions,
-//     Wrap, stream.Claimed, a webhook Receiver and a Mux) against every
-//     feature that cuts across them: the claim cache, an expired claim that
-//     lingers, key reuse, a recorded rejection, outgoing messages, scope,
-//     prefix and route isolation, a panic in each callback, the deadline.
+//     ProcessLeased, the SQS and Kafka adapters per record and in batch
+//     transactions, Wrap, stream.Claimed, a webhook Receiver and a Mux)
+//     against every feature that cuts across them: the claim cache, an
+//     expired claim that lingers, key reuse, a recorded rejection,
+//     outgoing messages, scope, prefix and route isolation, a panic in
+//     each callback, the deadline.
 //     Each cell states its expected outcome, or why the way has no such
 //     case.
 //   - The other tests each prove one defect found where two features met,

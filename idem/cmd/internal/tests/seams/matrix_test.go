@@ -165,8 +165,9 @@ var features = []feature{
 		c.balance(1)
 	}},
 	{name: "a duplicate storm: a duplicate reads its claim beside its transaction, an expired claim still claimed anew", na: map[string]string{
-		"ProcessLeased":     "the lease's UpdateItem is a single write already",
-		"sqsconsumer batch": "ProcessBatch makes no read",
+		"ProcessLeased":       "the lease's UpdateItem is a single write already",
+		"sqsconsumer batch":   "ProcessBatch makes no read",
+		"kafkaconsumer batch": "ProcessBatch makes no read",
 	}, run: func(c *cell) {
 		s := c.w.store(c.t)
 		ctx := context.Background()
@@ -285,6 +286,7 @@ var features = []feature{
 	{name: "the fingerprint function panics", na: map[string]string{
 		"Process": "Message.Fingerprint is a value", "ProcessLeased": "Message.Fingerprint is a value",
 		"sqsconsumer": "the payload's digest is the fingerprint", "sqsconsumer batch": "the payload's digest is the fingerprint",
+		"kafkaconsumer": "the value's digest is the fingerprint", "kafkaconsumer batch": "the value's digest is the fingerprint",
 		"stream.Claimed": "the sequence number is the payload",
 	}, run: func(c *cell) {
 		s := c.w.store(c.t)
@@ -295,7 +297,7 @@ var features = []feature{
 	}},
 	{name: "the verifier panics", na: map[string]string{
 		"Process": "no verifier", "ProcessLeased": "no verifier", "sqsconsumer": "no verifier", "sqsconsumer batch": "no verifier",
-		"Wrap": "no verifier", "stream.Claimed": "no verifier",
+		"kafkaconsumer": "no verifier", "kafkaconsumer batch": "no verifier", "Wrap": "no verifier", "stream.Claimed": "no verifier",
 	}, run: func(c *cell) {
 		s := c.w.store(c.t)
 		c.send(context.Background(), s, m1, c.credit(false), panics{verifier: true})
@@ -305,6 +307,7 @@ var features = []feature{
 	}},
 	{name: "Message.Replay panics on a duplicate", na: map[string]string{
 		"sqsconsumer": "the adapter replays nothing", "sqsconsumer batch": "the adapter replays nothing", "stream.Claimed": "the adapter replays nothing",
+		"kafkaconsumer": "the adapter replays nothing", "kafkaconsumer batch": "the adapter replays nothing",
 		"Wrap": "Wrap's own Replay decodes its stored answer", "webhook Receiver": "the Receiver's own Replay decodes its stored answer",
 		"webhook Mux": "the Receiver's own Replay decodes its stored answer",
 	}, run: func(c *cell) {

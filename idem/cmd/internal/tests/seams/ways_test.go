@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/kafkaconsumer"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 	"github.com/idemkit/kit/idem/stream"
 	"github.com/idemkit/kit/idem/webhook"
@@ -64,6 +66,8 @@ var ways = []way{
 	}},
 	{"sqsconsumer", sqsWay(false)},
 	{"sqsconsumer batch", sqsWay(true)},
+	{"kafkaconsumer", kafkaWay(false)},
+	{"kafkaconsumer batch", kafkaWay(true)},
 	{"Wrap", func(ctx context.Context, s *idem.Store, m msg, h handler, p panics) error {
 		type event struct {
 			ID   string          `json:"id"`
@@ -135,6 +139,29 @@ func sqsWay(batch bool) func(context.Context, *idem.Store, msg, handler, panics)
 			EventSourceARN:    "arn:aws:sqs:us-east-1:123456789012:" + m.source, // the queue's name is the Source
 			MessageAttributes: map[string]events.SQSMessageAttribute{sqsconsumer.KeyAttribute: {DataType: "String", StringValue: &id}}}
 		resp, err := handle(ctx, events.SQSEvent{Records: []events.SQSMessage{rec}})
+		if err == nil && len(resp.BatchItemFailures) > 0 {
+			err = fmt.Errorf("batchItemFailures %v", resp.BatchItemFailures)
+		}
+		return err
+	}
+}
+
+// kafkaWay is a Kafka batch of one record of the topic m.source (the
+// Source by default), under the idempotency-key header m.id.
+func kafkaWay(batch bool) func(context.Context, *idem.Store, msg, handler, panics) error {
+	return func(ctx context.Context, s *idem.Store, m msg, h handler, p panics) error {
+		handle, err := kafkaconsumer.New(s, func(ctx context.Context, _ events.KafkaRecord) (idem.Effect, error) { return raw(ctx, h) },
+			func(o *kafkaconsumer.Options) {
+				o.BatchTransactions = batch
+				if p.key {
+					o.Key = func(events.KafkaRecord) (string, error) { return boom[string]() }
+				}
+			})
+		if err != nil {
+			return err
+		}
+		rec := idemtest.KafkaRecord(m.source, 0, 42, m.payload, map[string]string{kafkaconsumer.KeyHeader: m.id})
+		resp, err := handle(ctx, idemtest.KafkaEvent(rec))
 		if err == nil && len(resp.BatchItemFailures) > 0 {
 			err = fmt.Errorf("batchItemFailures %v", resp.BatchItemFailures)
 		}

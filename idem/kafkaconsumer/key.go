@@ -1,0 +1,103 @@
+package kafkaconsumer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// KeyHeader is the record header a producer sets to name a record's
+// idempotency key: HTTP's Idempotency-Key, in the lower case Kafka
+// clients give header names. It plays the part of sqsconsumer's
+// IdempotencyKey message attribute; a producer that writes both to SQS
+// and to Kafka sets each under its own name, with one value.
+const KeyHeader = "idempotency-key"
+
+// ErrNoKey: the record carries no idempotency key.
+var ErrNoKey = errors.New("kafkaconsumer: no idempotency key")
+
+// A KeyFunc returns a record's idempotency key: "" when the record has no
+// key of the kind it reads, an error when it has one that cannot be used.
+type KeyFunc func(rec events.KafkaRecord) (string, error)
+
+// DefaultKey is the key order used when Options.Key is nil: HeaderKey,
+// then OffsetKey.
+func DefaultKey(rec events.KafkaRecord) (string, error) { return defaultKey(rec) }
+
+var defaultKey = FirstKey(HeaderKey, OffsetKey)
+
+// FirstKey returns the first non-empty key of fns, in order, stopping at the
+// first error: a key that is present but unusable is not skipped over.
+func FirstKey(fns ...KeyFunc) KeyFunc {
+	return func(rec events.KafkaRecord) (string, error) {
+		for _, fn := range fns {
+			if key, err := fn(rec); key != "" || err != nil {
+				return key, err
+			}
+		}
+		return "", nil
+	}
+}
+
+// HeaderKey reads the record header idempotency-key, whose bytes must be
+// non-empty UTF-8 text. Kafka allows a header name more than once: repeats
+// with one value are that value, repeats with two are refused. It is the
+// one key that survives a producer publishing the same message again. A
+// producer whose ids are binary (a UUID's 16 bytes) writes them as text,
+// hex or base64, or reads them with a KeyFunc of its own.
+func HeaderKey(rec events.KafkaRecord) (string, error) {
+	var (
+		val []byte
+		n   int
+	)
+	for _, h := range rec.Headers {
+		v, ok := h[KeyHeader]
+		if !ok {
+			continue
+		}
+		if n > 0 && !bytes.Equal(v, val) {
+			return "", fmt.Errorf("kafkaconsumer: header %s appears more than once, with different values", KeyHeader)
+		}
+		val, n = v, n+1
+	}
+	switch {
+	case n == 0:
+		return "", nil
+	case len(val) == 0:
+		return "", fmt.Errorf("kafkaconsumer: header %s is empty", KeyHeader)
+	case !utf8.Valid(val):
+		return "", fmt.Errorf("kafkaconsumer: header %s is not UTF-8 text", KeyHeader)
+	}
+	return string(val), nil
+}
+
+// OffsetKey is the record's place in its topic, as
+//
+//	topic + "/" + partition + "/" + offset
+//
+// ("credits/0/15"), where any "%" and "/" in the topic are written "%25"
+// and "%2F" (Kafka allows neither in a topic's name; a direct invoke
+// might), so no two places share a key. The topic is in the key so that
+// topics sharing one Options.Source keep their offsets apart.
+//
+// It dedupes Lambda's redeliveries of one record only: a producer that
+// publishes the message again gets a new offset, and a topic deleted and
+// created again starts its offsets at 0, so a new record at an old place,
+// within the claims' retention, is answered as the old one (a Duplicate,
+// its effect skipped, or a key reused with another payload, failed). The
+// same topic name in two clusters has the same places too. Set the
+// idempotency-key header, or give each incarnation of the topic (and each
+// cluster) its own Options.Source.
+func OffsetKey(rec events.KafkaRecord) (string, error) {
+	if rec.Partition < 0 || rec.Offset < 0 {
+		return "", fmt.Errorf("kafkaconsumer: partition %d, offset %d: Kafka numbers both from 0", rec.Partition, rec.Offset)
+	}
+	return topicEscaper.Replace(rec.Topic) + "/" + strconv.FormatInt(rec.Partition, 10) + "/" + strconv.FormatInt(rec.Offset, 10), nil
+}
+
+var topicEscaper = strings.NewReplacer("%", "%25", "/", "%2F")

@@ -1,0 +1,130 @@
+package kafkaconsumer_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/kafkaconsumer"
+)
+
+// headers is a record's headers, one map per header, in order, as Lambda
+// hands them over.
+func headers(kv ...string) []map[string]events.JSONNumberBytes {
+	var hs []map[string]events.JSONNumberBytes
+	for i := 0; i+1 < len(kv); i += 2 {
+		hs = append(hs, map[string]events.JSONNumberBytes{kv[i]: events.JSONNumberBytes(kv[i+1])})
+	}
+	return hs
+}
+
+func TestDefaultKey(t *testing.T) {
+	const k = kafkaconsumer.KeyHeader
+	at := func(topic string, partition, offset int64, hs []map[string]events.JSONNumberBytes) events.KafkaRecord {
+		return events.KafkaRecord{Topic: topic, Partition: partition, Offset: offset, Headers: hs}
+	}
+	for _, tc := range []struct {
+		name  string
+		rec   events.KafkaRecord
+		want  string
+		error string
+	}{
+		{"the header first", at("credits", 0, 15, headers("traceparent", "00-x", k, "evt-1")), "evt-1", ""},
+		{"the header twice, one value", at("credits", 0, 15, headers(k, "evt-1", k, "evt-1")), "evt-1", ""},
+		{"an opaque key: NUL, CR LF", at("credits", 0, 15, headers(k, "k\x00\r\n")), "k\x00\r\n", ""},
+		{"no header: the offset", at("credits", 0, 15, nil), "credits/0/15", ""},
+		{"other headers: the offset", at("credits", 3, 0, headers("Idempotency-Key", "evt-1", "headerKey", "v")), "credits/3/0", ""},
+		{"a slash in the topic", at("a/b", 1, 2, nil), "a%2Fb/1/2", ""},
+		{"a percent sign in the topic", at("a%2Fb", 1, 2, nil), "a%252Fb/1/2", ""},
+		{"the header twice, two values", at("credits", 0, 15, headers(k, "evt-1", k, "evt-2")), "", "more than once, with different values"},
+		{"an empty header", at("credits", 0, 15, headers(k, "")), "", "is empty"},
+		{"a null header", at("credits", 0, 15, []map[string]events.JSONNumberBytes{{k: nil}}), "", "is empty"},
+		{"a binary header", at("credits", 0, 15, headers(k, "\x76\xdc\x00\x7f\x80")), "", "not UTF-8 text"},
+		{"a negative offset", at("credits", 0, -1, nil), "", "Kafka numbers both from 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := kafkaconsumer.DefaultKey(tc.rec)
+			if tc.error != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.error) {
+					t.Fatalf("expect an error saying %q, got %q, %v", tc.error, got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("expect %q, got %q, %v", tc.want, got, err)
+			}
+		})
+	}
+}
+
+func TestFirstKeyStopsAtAnError(t *testing.T) {
+	bad := errors.New("bad")
+	never := func(events.KafkaRecord) (string, error) { t.Fatal("called after an error"); return "", nil }
+	fn := kafkaconsumer.FirstKey(
+		func(events.KafkaRecord) (string, error) { return "", nil },
+		func(events.KafkaRecord) (string, error) { return "", bad },
+		never,
+	)
+	if _, err := fn(events.KafkaRecord{}); !errors.Is(err, bad) {
+		t.Fatalf("expect %v, got %v", bad, err)
+	}
+}
+
+// TestKeysAndScopes: the claim keys records get (Source "#" key), and
+// what they make of one id in two topics and of a message published
+// twice.
+func TestKeysAndScopes(t *testing.T) {
+	const body = `{"account":"acc-1","cents":1}`
+	refund := func(offset int64, key string) events.KafkaRecord {
+		var h map[string]string
+		if key != "" {
+			h = map[string]string{kafkaconsumer.KeyHeader: key}
+		}
+		return idemtest.KafkaRecord("refunds", 0, offset, body, h)
+	}
+	for _, tc := range []struct {
+		name    string
+		recs    []events.KafkaRecord
+		opt     func(*kafkaconsumer.Options)
+		keys    []string
+		balance int
+	}{
+		{"the header: scoped by the topic", []events.KafkaRecord{rec(0, 15, body, "evt-1")}, nil, []string{"credits#evt-1"}, 1},
+		{"no header: the offset", []events.KafkaRecord{rec(0, 15, body, "")}, nil, []string{"credits#credits/0/15"}, 1},
+		{"one id in two topics: two messages", []events.KafkaRecord{rec(0, 15, body, "evt-1"), refund(15, "evt-1")}, nil,
+			[]string{"credits#evt-1", "refunds#evt-1"}, 2},
+		{"one id in two topics under one Source: one message", []events.KafkaRecord{rec(0, 15, body, "evt-1"), refund(15, "evt-1")},
+			func(o *kafkaconsumer.Options) { o.Source = "payments" }, []string{"payments#evt-1", "payments#evt-1"}, 1},
+		{"one offset in two topics under one Source: two messages", []events.KafkaRecord{rec(0, 15, body, ""), refund(15, "")},
+			func(o *kafkaconsumer.Options) { o.Source = "payments" }, []string{"payments#credits/0/15", "payments#refunds/0/15"}, 2},
+		{"published twice with the header: once", []events.KafkaRecord{rec(0, 15, body, "evt-1"), rec(0, 16, body, "evt-1")}, nil,
+			[]string{"credits#evt-1", "credits#evt-1"}, 1},
+		{"published twice without it: twice (a new offset)", []events.KafkaRecord{rec(0, 15, body, ""), rec(0, 16, body, "")}, nil,
+			[]string{"credits#credits/0/15", "credits#credits/0/16"}, 2},
+	} {
+		for _, mode := range modes {
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
+				e := newEnv(t)
+				opt := tc.opt
+				if opt == nil {
+					opt = func(*kafkaconsumer.Options) {}
+				}
+				checkFailed(t, e.run(t, context.Background(), idemtest.KafkaEvent(tc.recs...), opt, mode.opt))
+				if got := e.seen.keys(); !slices.Equal(got, tc.keys) {
+					t.Errorf("claim keys: want %q, got %q", tc.keys, got)
+				}
+				e.seen.take()
+				e.checkBalances(t, map[string]int{"acc-1": tc.balance})
+				checkFailed(t, e.run(t, context.Background(), idemtest.KafkaEvent(tc.recs...), opt, mode.opt)) // redelivered
+				checkOutcomes(t, e.seen.take(), map[idem.Outcome]int{idem.Duplicate: len(tc.recs)})
+				e.checkBalances(t, map[string]int{"acc-1": tc.balance})
+			})
+		}
+	}
+}
