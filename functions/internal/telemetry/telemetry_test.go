@@ -280,14 +280,18 @@ func TestFlushKeepsTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := Handler(tp, func(context.Context, string) (string, error) { return "ok", nil })
+	// Unbounded, the flush would wait for the collector as long as the
+	// SDK lets it (seconds); bounded, the invoke answers by its deadline.
+	// The slack is the machine's, under load, not the code's.
+	const slack = 500 * time.Millisecond
 	for _, left := range []time.Duration{50 * time.Millisecond, 400 * time.Millisecond} {
 		ctx, cancel := context.WithTimeout(context.Background(), left)
-		dl, _ := ctx.Deadline()
+		start := time.Now()
 		if got, err := h(ctx, "event"); got != "ok" || err != nil {
 			t.Errorf("with %v left: %q, %v", left, got, err)
 		}
-		if time.Now().After(dl) {
-			t.Errorf("with %v left the invoke answered after its deadline", left)
+		if took := time.Since(start); took > left+slack {
+			t.Errorf("with %v left the invoke answered after %v, waiting for a collector that does not answer", left, took)
 		}
 		cancel()
 	}
