@@ -6,10 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"unicode/utf8"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
@@ -52,32 +48,6 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	return r, nil
 }
 
-// HandleV2 serves an HTTP API delivery (payload format 2.0), or a Lambda
-// function URL's. Every outcome is an HTTP response; the error is always
-// nil, since API Gateway would turn it into a bare 502.
-func (r *Receiver) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return r.handleV2(ctx, e, "")
-}
-
-// handleV2 is HandleV2 for a delivery a Mux routed by route ("" when none
-// did).
-func (r *Receiver) handleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest, route string) (events.APIGatewayV2HTTPResponse, error) {
-	req := Request{Method: e.RequestContext.HTTP.Method, Path: e.RawPath, Header: Header(e.Headers), Source: r.source(route)}
-	if _, tmpl, ok := strings.Cut(e.RouteKey, " "); ok { // "POST /items/{id}"; "$default" names none
-		req.route = tmpl
-	}
-	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
-	body, b64 := wireBody(resp.Body)
-	return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
-}
-
-func (r *Receiver) handleV1(ctx context.Context, e events.APIGatewayProxyRequest, route string) (events.APIGatewayProxyResponse, error) {
-	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route), route: e.Resource}
-	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
-	body, b64 := wireBody(resp.Body)
-	return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
-}
-
 // source is a delivery's Source: Options.Source, or, for a Receiver left at
 // the default and served by a Mux, the route that matched ("POST
 // /charges"), so that one key sent to two routes is two requests, as the
@@ -88,15 +58,6 @@ func (r *Receiver) source(route string) string {
 		return route
 	}
 	return r.opts.Source
-}
-
-// wireBody is a body as API Gateway takes it: text, or base64 when it is
-// not UTF-8.
-func wireBody(b []byte) (string, bool) {
-	if utf8.Valid(b) {
-		return string(b), false
-	}
-	return base64.StdEncoding.EncodeToString(b), true
 }
 
 // failure is a delivery refused before its claim: the status and the detail
