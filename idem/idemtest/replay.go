@@ -22,8 +22,9 @@ type Delivery[R any] struct {
 // that redelivers does (an SQS batch's records with their receive count
 // going up by one each time), and returns what each delivery returned, in
 // order. handle is any of the kit's handlers: an SQS batch handler
-// (sqsconsumer.New), a webhook's (Receiver.HandleV2, Mux.Handle), a
-// wrapped one (idem.Wrap), a stream's, or a closure over Store.Process.
+// (sqsconsumer.New), a webhook's (Receiver.HandleV2, Mux.Handle,
+// HandleALB, or ServeHTTP(mux) for net/http), a wrapped one (idem.Wrap), a
+// stream's, or a closure over Store.Process.
 func Replay[E, R any](ctx context.Context, n int, handle func(context.Context, E) (R, error), event E) []Delivery[R] {
 	out := make([]Delivery[R], n)
 	for i := range out {

@@ -27,14 +27,14 @@ func (r *Receiver) handleV2(ctx context.Context, e events.APIGatewayV2HTTPReques
 	if _, tmpl, ok := strings.Cut(e.RouteKey, " "); ok { // "POST /items/{id}"; "$default" names none
 		req.route = tmpl
 	}
-	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
+	resp := r.serve(ctx, req, eventBody(e.Body, e.IsBase64Encoded))
 	body, b64 := wireBody(resp.Body)
 	return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
 }
 
 func (r *Receiver) handleV1(ctx context.Context, e events.APIGatewayProxyRequest, route string) (events.APIGatewayProxyResponse, error) {
 	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route), route: e.Resource}
-	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
+	resp := r.serve(ctx, req, eventBody(e.Body, e.IsBase64Encoded))
 	body, b64 := wireBody(resp.Body)
 	return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
 }

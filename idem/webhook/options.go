@@ -87,7 +87,7 @@ type Verifier interface {
 // Request is a verified delivery with its key.
 type Request struct {
 	Method string // the HTTP method
-	Path   string // the raw path (payload v2) or the path (v1)
+	Path   string // the raw path (payload v2, net/http's escaped path) or the path (v1, ALB)
 	Header Header
 	// Body is the raw body, base64-decoded when API Gateway encoded it: the
 	// payload, whose fingerprint (Options.Fingerprint) tells a redelivery
@@ -96,7 +96,7 @@ type Request struct {
 	Key    string // the idempotency key, validated
 	Source string // Options.Source
 
-	route string // API Gateway's route template (OpenTelemetry's http.route), when it names one
+	route string // the route's template (OpenTelemetry's http.route), when the entry names one
 }
 
 // Stripe configures a Receiver for Stripe: Source "stripe", the
