@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -18,7 +19,9 @@ import (
 // as lists, joined here with commas as API Gateway joins them; the answer
 // fills the field the load balancer reads (multiValueHeaders when the
 // request came with them, else headers) and a statusDescription such as
-// "200 OK". Every outcome is an HTTP response; the error is always nil.
+// "200 OK". An ALB event has no timestamp: InFlightWait counts from the
+// entry's start. Every outcome is an HTTP response; the error is always
+// nil.
 func (r *Receiver) HandleALB(ctx context.Context, e events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 	return r.handleALB(ctx, e, ""), nil
 }
@@ -27,7 +30,7 @@ func (r *Receiver) HandleALB(ctx context.Context, e events.ALBTargetGroupRequest
 // none did).
 func (r *Receiver) handleALB(ctx context.Context, e events.ALBTargetGroupRequest, route string) events.ALBTargetGroupResponse {
 	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route),
-		route: routePath(route)}
+		route: routePath(route), start: time.Now()}
 	return albResponse(r.serve(ctx, req, eventBody(e.Body, e.IsBase64Encoded)), e.MultiValueHeaders != nil)
 }
 

@@ -23,7 +23,8 @@ func (r *Receiver) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPReques
 // handleV2 is HandleV2 for a delivery a Mux routed by route ("" when none
 // did).
 func (r *Receiver) handleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest, route string) (events.APIGatewayV2HTTPResponse, error) {
-	req := Request{Method: e.RequestContext.HTTP.Method, Path: e.RawPath, Header: Header(e.Headers), Source: r.source(route)}
+	req := Request{Method: e.RequestContext.HTTP.Method, Path: e.RawPath, Header: Header(e.Headers), Source: r.source(route),
+		start: epochStart(e.RequestContext.TimeEpoch)}
 	if _, tmpl, ok := strings.Cut(e.RouteKey, " "); ok { // "POST /items/{id}"; "$default" names none
 		req.route = tmpl
 	}
@@ -33,7 +34,8 @@ func (r *Receiver) handleV2(ctx context.Context, e events.APIGatewayV2HTTPReques
 }
 
 func (r *Receiver) handleV1(ctx context.Context, e events.APIGatewayProxyRequest, route string) (events.APIGatewayProxyResponse, error) {
-	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route), route: e.Resource}
+	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route), route: e.Resource,
+		start: epochStart(e.RequestContext.RequestTimeEpoch)}
 	resp := r.serve(ctx, req, eventBody(e.Body, e.IsBase64Encoded))
 	body, b64 := wireBody(resp.Body)
 	return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // net/http's entry: lambdaurl.Start (a function URL in response-streaming
@@ -26,7 +27,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 // none did).
 func (r *Receiver) serveHTTP(w http.ResponseWriter, hr *http.Request, route string) Response {
 	req := Request{Method: hr.Method, Path: hr.URL.EscapedPath(), Header: headerHTTP(hr), Source: r.source(route),
-		route: routePath(route)}
+		route: routePath(route), start: time.Now()}
 	if i := strings.IndexByte(hr.Pattern, '/'); req.route == "" && i >= 0 { // an http.ServeMux's "POST /items/{id}"
 		req.route = hr.Pattern[i:]
 	}

@@ -35,8 +35,8 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	switch {
 	case h == nil:
 		return nil, errors.New("webhook: New: nil Handler")
-	case o.MaxBodyBytes < 0 || o.RetryAfter < 0:
-		return nil, errors.New("webhook: New: MaxBodyBytes and RetryAfter must not be negative")
+	case o.MaxBodyBytes < 0 || o.RetryAfter < 0 || o.InFlightWait < 0:
+		return nil, errors.New("webhook: New: MaxBodyBytes, RetryAfter and InFlightWait must not be negative")
 	}
 	proc, err := adapt.New(store, "Options", o.Source, o.Lease)
 	if err != nil {
@@ -242,6 +242,7 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 	if r.proc.Tracing(ctx) {
 		ctx = seam.WithSpan(ctx, span(req))
 	}
+	ctx = seam.WithWait(ctx, r.inFlightWait(ctx, req.start))
 	res, err := r.proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		resp, eff, err := r.handler(ctx, req)
 		if err != nil {

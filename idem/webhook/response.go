@@ -58,8 +58,9 @@ func unavailable(retryAfter time.Duration) Response {
 	return r
 }
 
-// inFlight is the 409 for a delivery whose key is in flight under a lease
-// that ends in remaining: retry after it (at least a second).
+// inFlight is the 409 for a delivery whose key is in flight, under a lease
+// that ends in remaining or in this process: retry after remaining (at
+// least a second).
 func inFlight(remaining time.Duration) Response {
 	r := problem(http.StatusConflict, "a request with this idempotency key is still being processed; retry after it: a retry is applied at most once")
 	r.Headers["Retry-After"] = strconv.FormatInt(max(1, int64((remaining+time.Second-1)/time.Second)), 10)
@@ -101,6 +102,7 @@ func (r *Receiver) answerError(key string, err error) Response {
 		store   *idem.StoreError
 		invalid *idem.InvalidError
 		held    *idem.LeaseHeldError
+		waited  *idem.InFlightError
 		stale   *idem.StaleLeaseError
 	)
 	switch {
@@ -110,6 +112,8 @@ func (r *Receiver) answerError(key string, err error) Response {
 		return problem(http.StatusUnprocessableEntity, fmt.Sprintf("the idempotency key %q was used before with a different payload; send a new key for a new request", key))
 	case errors.As(err, &held):
 		return inFlight(held.Until.Sub(r.proc.Now()))
+	case errors.As(err, &waited):
+		return inFlight(waited.RetryAfter)
 	case errors.As(err, &stale):
 		return problem(http.StatusInternalServerError, "a delivery of this key started long ago and never finished; it needs an operator, and nothing was done now")
 	case errors.Is(err, idem.ErrRetryable):
