@@ -31,11 +31,13 @@
 // The events: SQSMessage (FIFO for a FIFO queue's), SQSEvent,
 // KafkaRecord and KafkaEvent (an MSK or self-managed Kafka batch),
 // HTTPRequest and RESTRequest (API Gateway's two payload formats),
+// ALBRequest (ALBMultiValue for a target group with multi-value headers),
 // EventBridgeEvent, StreamRecord and DynamoDBEvent, and Received for a
 // message a test received from a local queue. Replay and
 // ReplayConcurrently hand one event to any of the kit's handlers n times
 // and return what each delivery returned (Deliver takes the Mode, for a
-// table test of both); ReplayAcross hands it at once to handlers built
+// table test of both); ServeHTTP makes an http.Handler one of them, for
+// an *http.Request; ReplayAcross hands it at once to handlers built
 // each around a Store of its own (Env.Environments), as a function's
 // separate execution environments meet in DynamoDB. Outcomes
 // (Env.Outcomes, for the Stores Env.Store and Env.Environments build)

@@ -3,6 +3,7 @@ package idemtest
 import (
 	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -74,6 +75,59 @@ func RESTRequest(method, path, body string, headers map[string]string) json.RawM
 	e.RequestContext.RequestID = id("request", method, path, body)
 	raw, _ := json.Marshal(e) // strings and maps of strings: it cannot fail
 	return raw
+}
+
+// ALBRequest is an Application Load Balancer's request to a Lambda target
+// group, for method and path, with headers as a target group sends them by
+// default: one value per name, in lower case. Its body is base64-encoded
+// as the load balancer encodes it: unless the content-type is text/*,
+// application/json, application/javascript or application/xml and no
+// content-encoding is set. ALBMultiValue makes it what a target group with
+// multi-value headers sends.
+func ALBRequest(method, path, body string, headers map[string]string) events.ALBTargetGroupRequest {
+	e := events.ALBTargetGroupRequest{HTTPMethod: method, Path: path, Body: body, Headers: map[string]string{}}
+	for k, v := range headers {
+		e.Headers[strings.ToLower(k)] = v
+	}
+	e.RequestContext.ELB.TargetGroupArn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/webhooks/6d0ecf831eec9f09"
+	if albEncodes(e.Headers) {
+		e.Body, e.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(body)), true
+	}
+	return e
+}
+
+// albEncodes says whether the load balancer sends a body with these
+// headers base64-encoded.
+func albEncodes(h map[string]string) bool {
+	if _, ok := h["content-encoding"]; ok {
+		return true
+	}
+	mt, _, _ := strings.Cut(h["content-type"], ";")
+	switch mt = strings.ToLower(strings.TrimSpace(mt)); {
+	case strings.HasPrefix(mt, "text/"), mt == "application/json", mt == "application/javascript", mt == "application/xml":
+		return false
+	}
+	return true
+}
+
+// ALBMultiValue is e as a target group with multi-value headers
+// (lambda.multi_value_headers.enabled) sends it: every header and query
+// parameter as a list, in multiValueHeaders and
+// multiValueQueryStringParameters only. Append to a list to send a header
+// twice.
+func ALBMultiValue(e events.ALBTargetGroupRequest) events.ALBTargetGroupRequest {
+	e.MultiValueHeaders = make(map[string][]string, len(e.Headers))
+	for k, v := range e.Headers {
+		e.MultiValueHeaders[k] = []string{v}
+	}
+	if e.QueryStringParameters != nil {
+		e.MultiValueQueryStringParameters = make(map[string][]string, len(e.QueryStringParameters))
+		for k, v := range e.QueryStringParameters {
+			e.MultiValueQueryStringParameters[k] = []string{v}
+		}
+	}
+	e.Headers, e.QueryStringParameters = nil, nil
+	return e
 }
 
 // EventBridgeEvent is an event of source and detailType whose detail is

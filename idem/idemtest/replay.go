@@ -24,8 +24,9 @@ type Delivery[R any] struct {
 // delivery a copy of its own), and returns what each delivery returned, in
 // order. handle is any of the kit's handlers: an SQS batch handler
 // (sqsconsumer.New), a Kafka one (kafkaconsumer.New), a webhook's
-// (Receiver.HandleV2, Mux.Handle), a wrapped one (idem.Wrap), a stream's,
-// or a closure over Store.Process.
+// (Receiver.HandleV2, Mux.Handle, HandleALB, or ServeHTTP(mux) for
+// net/http), a wrapped one (idem.Wrap), a stream's, or a closure over
+// Store.Process.
 func Replay[E, R any](ctx context.Context, n int, handle func(context.Context, E) (R, error), event E) []Delivery[R] {
 	out := make([]Delivery[R], n)
 	for i := range out {

@@ -1,15 +1,19 @@
-// Package webhook receives webhooks through API Gateway and applies each
-// delivery's effect exactly once, answering every redelivery with the first
-// delivery's response.
+// Package webhook receives webhooks (through API Gateway, an Application
+// Load Balancer or net/http) and applies each delivery's effect exactly
+// once, answering every redelivery with the first delivery's response.
 //
 // A Handler reads a verified delivery and returns its answer, its effect
 // and an error: a Response (status, headers, body), an idem.Effect whose
 // Writes commit with the delivery's claim in one transaction, the shape of
 // every handler in the kit (idem.Wrap's too). JSONHandler decodes the body
-// into a Go value first. A Receiver serves HTTP API events (payload 2.0,
-// also Lambda function URLs) with HandleV2, in aws-lambda-go's own types; a
-// Mux routes several senders by method and path, and its Handle serves a
-// REST API's proxy events too:
+// into a Go value first. A Receiver, and a Mux that routes several senders
+// by method and path, serve each way HTTP reaches a function, in
+// aws-lambda-go's own types: HandleV2 an HTTP API's events (payload 2.0,
+// also a function URL's), the Mux's Handle a REST API's proxy events too;
+// HandleALB an Application Load Balancer's target group; ServeHTTP
+// net/http's requests, for lambdaurl.Start, the Lambda Web Adapter and
+// servers on ECS or EKS. Every entry goes through the same steps and
+// answers alike:
 //
 //	type credit struct {
 //		Account string `json:"account"`
@@ -27,7 +31,8 @@
 //		o.Verifier = &webhook.HMACVerifier{Secrets: []string{os.Getenv("WEBHOOK_SECRET")}}
 //	})
 //	stripe, err := webhook.New(store, handleStripe, webhook.Stripe(os.Getenv("STRIPE_WEBHOOK_SECRET")))
-//	lambda.Start(webhook.Mux{"POST /webhooks/credits": credits, "POST /webhooks/stripe": stripe}.HandleV2)
+//	mux := webhook.Mux{"POST /webhooks/credits": credits, "POST /webhooks/stripe": stripe}
+//	lambda.Start(mux.HandleV2) // or mux.Handle, mux.HandleALB; lambdaurl.Start(mux); http.ListenAndServe(addr, mux)
 //
 // The Response is the answer, stored with the claim: a Handler leaves
 // idem.Effect.Response empty (the Receiver refuses one that sets it: a
@@ -35,9 +40,10 @@
 // the delivery's outcome instead of a 409, set idem.Effect.Rejected with
 // Reject: its Response answers this delivery and every redelivery.
 //
-// Each delivery goes through, in order: the body size limit (413); base64
-// decoding when API Gateway encoded the body (400); the signature over the
-// raw bytes (401); the body, which must be exactly one JSON value in valid
+// Each delivery goes through, in order: the body size limit (413;
+// net/http's body is read no further); base64 decoding when API Gateway or
+// the load balancer encoded the body (400); the signature over the raw
+// bytes (401); the body, which must be exactly one JSON value in valid
 // UTF-8 (400); the idempotency key, 1 to 255 printable ASCII characters
 // (400); the payload's fingerprint (400); then idem.Store.Process, which
 // claims the key and commits the Handler's writes in one transaction.
@@ -75,7 +81,9 @@
 // is refused: it is what two Idempotency-Key headers become once API
 // Gateway joins them, as is one sent in two spellings to a REST API
 // (Header.Get joins those in a fixed order), so such a request is a 400 on
-// every retry rather than a random pick.
+// every retry rather than a random pick. net/http's repeated headers and
+// a multi-value ALB target group's lists are joined alike; a target group
+// left at single values hands over only the last one sent.
 //
 // Stripe renders each attempt afresh: pending_webhooks counts the endpoints
 // still waiting, and an endpoint's API version can change between attempts
@@ -107,6 +115,12 @@
 //   - a malformed payload (BadRequest from the Handler, or a body
 //     JSONHandler cannot decode, included): 400;
 //   - a failed condition the Handler did not record (Effect.Rejected): 409;
+//   - a delivery whose key is in flight: 409 with Retry-After, nothing
+//     done; under a lease held in another environment (Options.Lease),
+//     the lease's remaining seconds; running in this process, a second,
+//     once the wait Options.InFlightWait allows is over (it ends before
+//     API Gateway's 29 seconds and the invoke's deadline), unless the
+//     first delivery's answer, replayed, comes sooner;
 //   - a transient store failure, or a commit whose answer was lost: 503
 //     with Retry-After, so the sender retries and, if it had committed, gets
 //     the stored answer;

@@ -2,8 +2,12 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -162,4 +166,91 @@ func ExampleReject() {
 	// Output:
 	// 402 replayed=false insufficient funds
 	// 402 replayed=true insufficient funds
+}
+
+// A credits webhook served through net/http, as lambdaurl.Start, the
+// Lambda Web Adapter or a server on ECS serves it, delivered three times:
+// one credit, and the first answer replayed byte for byte.
+func ExampleMux_ServeHTTP() {
+	ctx := context.Background()
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var seen idemtest.Outcomes
+	store, err := idem.New(env.Client, env.Processed, seen.Option, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+	if err != nil {
+		panic(err)
+	}
+	credits, err := webhook.New(store, exampleCredits(env.Accounts))
+	if err != nil {
+		panic(err)
+	}
+	mux := webhook.Mux{"POST /webhooks/credits": credits} // lambdaurl.Start(mux), or http.ListenAndServe(addr, mux)
+	req, err := http.NewRequest("POST", "/webhooks/credits", strings.NewReader(`{"account":"acc-9","cents":500}`))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Idempotency-Key", "evt_http_1")
+	for _, d := range idemtest.Replay(ctx, 3, idemtest.ServeHTTP(mux), req) {
+		body, _ := io.ReadAll(d.Response.Body)
+		fmt.Printf("%d %v %s\n", d.Response.StatusCode, d.Response.Header, body)
+	}
+	fmt.Println(seen.All())
+	// Output:
+	// 200 map[Content-Type:[application/json]] {"cents":500,"credited":"acc-9"}
+	// 200 map[Content-Type:[application/json] Idempotent-Replayed:[true]] {"cents":500,"credited":"acc-9"}
+	// 200 map[Content-Type:[application/json] Idempotent-Replayed:[true]] {"cents":500,"credited":"acc-9"}
+	// map[Duplicate:2 Processed:1]
+}
+
+// The same webhook behind an Application Load Balancer whose target group
+// sends multi-value headers: each answer fills multiValueHeaders, which
+// such a target group reads, and a status description.
+func ExampleMux_HandleALB() {
+	ctx := context.Background()
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var seen idemtest.Outcomes
+	store, err := idem.New(env.Client, env.Processed, seen.Option, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+	if err != nil {
+		panic(err)
+	}
+	credits, err := webhook.New(store, exampleCredits(env.Accounts))
+	if err != nil {
+		panic(err)
+	}
+	mux := webhook.Mux{"POST /webhooks/credits": credits} // lambda.Start(mux.HandleALB)
+	req := idemtest.ALBMultiValue(idemtest.ALBRequest("POST", "/webhooks/credits", `{"account":"acc-9","cents":500}`,
+		map[string]string{"Content-Type": "application/json", "Idempotency-Key": "evt_alb_1"}))
+	for _, d := range idemtest.Replay(ctx, 3, mux.HandleALB, req) {
+		b, _ := json.Marshal(d.Response)
+		fmt.Println(string(b))
+	}
+	fmt.Println(seen.All())
+	// Output:
+	// {"statusCode":200,"statusDescription":"200 OK","headers":null,"multiValueHeaders":{"Content-Type":["application/json"]},"body":"{\"cents\":500,\"credited\":\"acc-9\"}","isBase64Encoded":false}
+	// {"statusCode":200,"statusDescription":"200 OK","headers":null,"multiValueHeaders":{"Content-Type":["application/json"],"Idempotent-Replayed":["true"]},"body":"{\"cents\":500,\"credited\":\"acc-9\"}","isBase64Encoded":false}
+	// {"statusCode":200,"statusDescription":"200 OK","headers":null,"multiValueHeaders":{"Content-Type":["application/json"],"Idempotent-Replayed":["true"]},"body":"{\"cents\":500,\"credited\":\"acc-9\"}","isBase64Encoded":false}
+	// map[Duplicate:2 Processed:1]
+}
+
+// exampleCredits credits {"account", "cents"} in accounts.
+func exampleCredits(accounts string) webhook.Handler {
+	type credit struct {
+		Account string `json:"account"`
+		Cents   int64  `json:"cents"`
+	}
+	return webhook.JSONHandler(func(ctx context.Context, c credit, req webhook.Request) (webhook.Response, idem.Effect, error) {
+		w, err := idem.Update(accounts, map[string]string{"account": c.Account}, expression.Add(expression.Name("balance"), expression.Value(c.Cents)))
+		if err != nil {
+			return webhook.Response{}, idem.Effect{}, err
+		}
+		resp, err := webhook.JSON(200, map[string]any{"credited": c.Account, "cents": c.Cents})
+		return resp, idem.Effect{Writes: []types.TransactWriteItem{w}}, err
+	})
 }

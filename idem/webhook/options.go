@@ -51,14 +51,31 @@ type Options struct {
 	// transiently, rounded up to whole seconds. Defaults to 1 second.
 	RetryAfter time.Duration
 
+	// InFlightWait is how long a delivery waits for another delivery of
+	// its key running in this process (several invokes in one process, on
+	// Lambda Managed Instances; concurrent requests to a server) to finish,
+	// and is then answered with its response, replayed. Past the wait the
+	// delivery is answered 409 Conflict with a Retry-After of a second,
+	// as the IETF idempotency-key draft answers a request in flight, having
+	// done nothing; its retry gets the stored answer. The wait ends a
+	// second before API Gateway's 29-second integration limit, counted from
+	// the request's start (the event's requestTimeEpoch or timeEpoch; the
+	// entry's start for an ALB or net/http request), and a second before
+	// the context's deadline, so the caller is answered, never timed out.
+	// A delivery in flight in another environment holds a lease (Lease)
+	// and is answered 409 at once whatever this says. Defaults to 0: the
+	// 409 at once.
+	InFlightWait time.Duration
+
 	// Lease, when set, runs the Handler under a lease
 	// (idem.Store.ProcessLeased), for handlers that call other services
 	// before their writes can be described: the claim is taken first, and
 	// the Handler calls out with idem.LeaseFromContext's key as the
 	// Idempotency-Key. A delivery that meets a live lease (the same key in
-	// flight) is answered 409 Conflict with a Retry-After of the lease's
-	// remaining seconds, as the IETF idempotency-key draft answers a
-	// request still in flight; nothing is called. Defaults to nil: no
+	// flight in another environment) is answered 409 Conflict with a
+	// Retry-After of the lease's remaining seconds, as the IETF
+	// idempotency-key draft answers a request still in flight; nothing is
+	// called. In this process it is answered as InFlightWait says. Defaults to nil: no
 	// lease, the claim and the effect in one transaction.
 	Lease *idem.LeaseOptions
 }
@@ -87,7 +104,7 @@ type Verifier interface {
 // Request is a verified delivery with its key.
 type Request struct {
 	Method string // the HTTP method
-	Path   string // the raw path (payload v2) or the path (v1)
+	Path   string // the raw path (payload v2, net/http's escaped path) or the path (v1, ALB)
 	Header Header
 	// Body is the raw body, base64-decoded when API Gateway encoded it: the
 	// payload, whose fingerprint (Options.Fingerprint) tells a redelivery
@@ -96,7 +113,8 @@ type Request struct {
 	Key    string // the idempotency key, validated
 	Source string // Options.Source
 
-	route string // API Gateway's route template (OpenTelemetry's http.route), when it names one
+	route string    // the route's template (OpenTelemetry's http.route), when the entry names one
+	start time.Time // when the request started, as its entry knows it: InFlightWait counts API Gateway's limit from it
 }
 
 // Stripe configures a Receiver for Stripe: Source "stripe", the

@@ -6,17 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"unicode/utf8"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
 	"github.com/idemkit/kit/idem/internal/seam"
 )
 
-// Receiver turns API Gateway deliveries into exactly-once effects, each
+// Receiver turns HTTP deliveries (API Gateway's events, an Application
+// Load Balancer's, net/http requests) into exactly-once effects, each
 // answered with its first response. It is safe for concurrent use; build it
 // once, outside the Lambda handler.
 type Receiver struct {
@@ -38,8 +35,8 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	switch {
 	case h == nil:
 		return nil, errors.New("webhook: New: nil Handler")
-	case o.MaxBodyBytes < 0 || o.RetryAfter < 0:
-		return nil, errors.New("webhook: New: MaxBodyBytes and RetryAfter must not be negative")
+	case o.MaxBodyBytes < 0 || o.RetryAfter < 0 || o.InFlightWait < 0:
+		return nil, errors.New("webhook: New: MaxBodyBytes, RetryAfter and InFlightWait must not be negative")
 	}
 	proc, err := adapt.New(store, "Options", o.Source, o.Lease)
 	if err != nil {
@@ -50,32 +47,6 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 	}
 	r := &Receiver{proc: proc, handler: h, opts: o, byRoute: byRoute}
 	return r, nil
-}
-
-// HandleV2 serves an HTTP API delivery (payload format 2.0), or a Lambda
-// function URL's. Every outcome is an HTTP response; the error is always
-// nil, since API Gateway would turn it into a bare 502.
-func (r *Receiver) HandleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return r.handleV2(ctx, e, "")
-}
-
-// handleV2 is HandleV2 for a delivery a Mux routed by route ("" when none
-// did).
-func (r *Receiver) handleV2(ctx context.Context, e events.APIGatewayV2HTTPRequest, route string) (events.APIGatewayV2HTTPResponse, error) {
-	req := Request{Method: e.RequestContext.HTTP.Method, Path: e.RawPath, Header: Header(e.Headers), Source: r.source(route)}
-	if _, tmpl, ok := strings.Cut(e.RouteKey, " "); ok { // "POST /items/{id}"; "$default" names none
-		req.route = tmpl
-	}
-	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
-	body, b64 := wireBody(resp.Body)
-	return events.APIGatewayV2HTTPResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
-}
-
-func (r *Receiver) handleV1(ctx context.Context, e events.APIGatewayProxyRequest, route string) (events.APIGatewayProxyResponse, error) {
-	req := Request{Method: e.HTTPMethod, Path: e.Path, Header: headerV1(e.Headers, e.MultiValueHeaders), Source: r.source(route), route: e.Resource}
-	resp := r.serve(ctx, req, e.Body, e.IsBase64Encoded)
-	body, b64 := wireBody(resp.Body)
-	return events.APIGatewayProxyResponse{StatusCode: resp.Status, Headers: resp.Headers, Body: body, IsBase64Encoded: b64}, nil
 }
 
 // source is a delivery's Source: Options.Source, or, for a Receiver left at
@@ -90,15 +61,6 @@ func (r *Receiver) source(route string) string {
 	return r.opts.Source
 }
 
-// wireBody is a body as API Gateway takes it: text, or base64 when it is
-// not UTF-8.
-func wireBody(b []byte) (string, bool) {
-	if utf8.Valid(b) {
-		return string(b), false
-	}
-	return base64.StdEncoding.EncodeToString(b), true
-}
-
 // failure is a delivery refused before its claim: the status and the detail
 // sent back, and the cause that is logged.
 type failure struct {
@@ -110,9 +72,10 @@ type failure struct {
 func (f *failure) Error() string { return fmt.Sprintf("webhook: %d: %s", f.status, f.detail) }
 func (f *failure) Unwrap() error { return f.err }
 
-// serve runs the pipeline: size, base64, signature, JSON, key, then the
-// claim and effect. Each step reads only what the previous ones vouched for.
-func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64 bool) Response {
+// serve runs the pipeline every entry enters: the route, the body (its
+// size, its encoding), then admit's checks, then the claim and effect.
+// Each step reads only what the previous ones vouched for.
+func (r *Receiver) serve(ctx context.Context, req Request, read body) Response {
 	if req.Source != r.opts.Source {
 		if err := r.proc.CheckSource(req.Source); err != nil {
 			// A route the Mux was given that cannot scope keys: the
@@ -122,70 +85,122 @@ func (r *Receiver) serve(ctx context.Context, req Request, body string, isBase64
 			return r.fail(ctx, req, fmt.Errorf("webhook: the route %q cannot be the Source of a Receiver left at its default: %w; set Options.Source", route, err))
 		}
 	}
-	limit := r.opts.MaxBodyBytes
-	switch {
-	case isBase64 && len(body) > base64.StdEncoding.EncodedLen(limit), !isBase64 && len(body) > limit:
-		return r.refuse(ctx, req, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit), nil)
-	case isBase64:
-		raw, err := base64.StdEncoding.DecodeString(body)
+	raw, refused := read(r.opts.MaxBodyBytes)
+	if refused != nil {
+		return r.refuse(ctx, req, refused.status, refused.detail, refused.err)
+	}
+	req.Body = raw
+	fingerprint, err := r.admit(&req)
+	if pe := adapt.Panic(err); pe != nil {
+		return r.fail(ctx, req, pe)
+	}
+	if f := (*failure)(nil); errors.As(err, &f) {
+		return r.refuse(ctx, req, f.status, f.detail, f.err)
+	}
+	return r.process(ctx, req, fingerprint)
+}
+
+// A body is how an entry hands over a delivery's body: the raw bytes, at
+// most limit of them, or why they are refused.
+type body func(limit int) ([]byte, *failure)
+
+// eventBody is an event's body: text, or base64 when isBase64.
+func eventBody(s string, isBase64 bool) body {
+	return func(limit int) ([]byte, *failure) {
+		switch {
+		case isBase64 && len(s) > base64.StdEncoding.EncodedLen(limit), !isBase64 && len(s) > limit:
+			return nil, tooLarge(limit)
+		case !isBase64:
+			return []byte(s), nil
+		}
+		raw, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return r.refuse(ctx, req, http.StatusBadRequest, "the body is marked base64 but is not valid base64", err)
+			return nil, &failure{http.StatusBadRequest, "the body is marked base64 but is not valid base64", err}
 		}
 		if len(raw) > limit {
-			return r.refuse(ctx, req, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit), nil)
+			return nil, tooLarge(limit)
 		}
-		req.Body = raw
-	default:
-		req.Body = []byte(body)
+		return raw, nil
 	}
-	// The callbacks run under adapt.Recover: a panic fails this delivery,
-	// never the process.
-	if v := r.opts.Verifier; v != nil {
-		err := adapt.Recover("", "webhook.Options.Verifier", func() error { return v.Verify(req.Header, req.Body) })
-		if pe := adapt.Panic(err); pe != nil {
-			return r.fail(ctx, req, pe)
-		}
-		if err != nil {
-			detail := errText(err)
-			if se := (*signatureError)(nil); errors.As(err, &se) {
-				detail = "signature not verified: " + se.reason
-			}
-			return r.refuse(ctx, req, http.StatusUnauthorized, detail, err)
-		}
+}
+
+func tooLarge(limit int) *failure {
+	return &failure{http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit), nil}
+}
+
+// admit runs the checks before the claim, in order: the signature over
+// the raw body, the body's JSON, the key, the fingerprint. It sets
+// req.Key and returns the fingerprint, or a *failure to refuse, or the
+// *idem.PanicError of a callback: the callbacks run under adapt.Recover,
+// so a panic fails this delivery, never the process.
+func (r *Receiver) admit(req *Request) (string, error) {
+	if err := r.verify(*req); err != nil {
+		return "", err
 	}
 	if err := checkJSON(req.Body); err != nil {
-		req.Key = r.headerKey(req)
-		return r.refuse(ctx, req, http.StatusBadRequest, err.Error(), err)
+		req.Key = r.headerKey(*req) // logged under the key its headers give
+		return "", &failure{http.StatusBadRequest, err.Error(), err}
 	}
+	key, err := r.key(*req)
+	if err != nil {
+		return "", err
+	}
+	req.Key = key
+	return r.fingerprint(*req)
+}
+
+// verify checks the signature with Options.Verifier, if one is set.
+func (r *Receiver) verify(req Request) error {
+	v := r.opts.Verifier
+	if v == nil {
+		return nil
+	}
+	err := adapt.Recover("", "webhook.Options.Verifier", func() error { return v.Verify(req.Header, req.Body) })
+	if err == nil || adapt.Panic(err) != nil {
+		return err
+	}
+	detail := errText(err)
+	if se := (*signatureError)(nil); errors.As(err, &se) {
+		detail = "signature not verified: " + se.reason
+	}
+	return &failure{http.StatusUnauthorized, detail, err}
+}
+
+// key reads and checks the delivery's key with Options.Key.
+func (r *Receiver) key(req Request) (string, error) {
 	var key string
 	err := adapt.Recover("", "webhook.Options.Key", func() (err error) {
 		key, err = r.opts.Key(req.Header, req.Body)
 		return err
 	})
-	if pe := adapt.Panic(err); pe != nil {
-		return r.fail(ctx, req, pe)
+	if adapt.Panic(err) != nil {
+		return "", err
 	}
 	if err == nil {
 		err = checkKey(key)
 	}
 	if err != nil {
-		return r.refuse(ctx, req, http.StatusBadRequest, errText(err), err)
+		return "", &failure{http.StatusBadRequest, errText(err), err}
 	}
-	req.Key = key
+	return key, nil
+}
+
+// fingerprint reads the payload's fingerprint with Options.Fingerprint,
+// or "" (the body's SHA-256) when none is set.
+func (r *Receiver) fingerprint(req Request) (string, error) {
+	fp := r.opts.Fingerprint
+	if fp == nil {
+		return "", nil
+	}
 	var fingerprint string
-	if fp := r.opts.Fingerprint; fp != nil {
-		err := adapt.Recover("", "webhook.Options.Fingerprint", func() (err error) {
-			fingerprint, err = fp(req)
-			return err
-		})
-		if pe := adapt.Panic(err); pe != nil {
-			return r.fail(ctx, req, pe)
-		}
-		if err != nil {
-			return r.refuse(ctx, req, http.StatusBadRequest, "the payload's fingerprint: "+errText(err), err)
-		}
+	err := adapt.Recover("", "webhook.Options.Fingerprint", func() (err error) {
+		fingerprint, err = fp(req)
+		return err
+	})
+	if err != nil && adapt.Panic(err) == nil {
+		return "", &failure{http.StatusBadRequest, "the payload's fingerprint: " + errText(err), err}
 	}
-	return r.process(ctx, req, fingerprint)
+	return fingerprint, err
 }
 
 // headerKey is the key the headers alone give (Options.Key read with an
@@ -244,6 +259,7 @@ func (r *Receiver) process(ctx context.Context, req Request, fingerprint string)
 	if r.proc.Tracing(ctx) {
 		ctx = seam.WithSpan(ctx, span(req))
 	}
+	ctx = seam.WithWait(ctx, r.inFlightWait(ctx, req.start))
 	res, err := r.proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
 		resp, eff, err := r.handler(ctx, req)
 		if err != nil {
@@ -290,45 +306,4 @@ func normalize(r Response) Response {
 		r.Status = http.StatusOK
 	}
 	return r
-}
-
-// nothingDone is the 500's detail when Process is known to have committed
-// nothing for this delivery.
-const nothingDone = "the delivery could not be processed; nothing was applied or recorded"
-
-// answerError maps what Process returned to a status. Server-side causes get
-// a generic detail: the Store has logged the error itself. A detail says
-// nothing was applied only where Process guarantees it; a RetryableError
-// may follow a commit whose answer was lost, which the sender's retry then
-// finds as a Duplicate.
-func (r *Receiver) answerError(key string, err error) Response {
-	var (
-		bad     *badRequestError
-		replay  *idem.ReplayError
-		handler *idem.HandlerError
-		panicky *idem.PanicError
-		store   *idem.StoreError
-		invalid *idem.InvalidError
-		held    *idem.LeaseHeldError
-		stale   *idem.StaleLeaseError
-	)
-	switch {
-	case errors.As(err, &bad):
-		return problem(http.StatusBadRequest, bad.Err.Error())
-	case errors.Is(err, idem.ErrKeyReuse):
-		return problem(http.StatusUnprocessableEntity, fmt.Sprintf("the idempotency key %q was used before with a different payload; send a new key for a new request", key))
-	case errors.As(err, &held):
-		return inFlight(held.Until.Sub(r.proc.Now()))
-	case errors.As(err, &stale):
-		return problem(http.StatusInternalServerError, "a delivery of this key started long ago and never finished; it needs an operator, and nothing was done now")
-	case errors.Is(err, idem.ErrRetryable):
-		return unavailable(r.opts.RetryAfter)
-	case errors.Is(err, idem.ErrRejected):
-		return problem(http.StatusConflict, "a condition of the effect failed; nothing was applied or recorded")
-	case errors.As(err, &replay):
-		return problem(http.StatusInternalServerError, "this key was processed before, but its stored response cannot be replayed")
-	case errors.As(err, &handler), errors.As(err, &panicky), errors.As(err, &store), errors.As(err, &invalid):
-		return problem(http.StatusInternalServerError, nothingDone)
-	}
-	return problem(http.StatusInternalServerError, "the delivery could not be processed")
 }

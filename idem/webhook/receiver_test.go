@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -52,8 +53,6 @@ func TestRedeliveriesReplayTheFirstResponse(t *testing.T) {
 	}
 }
 
-// TestConcurrentDeliveriesApplyOnce releases five deliveries of one credit
-// together: one commits, the others get its response back.
 // TestKeyOuterSpacesAreNoPart: a header value's outer spaces and tabs
 // are no part of it (RFC 9110), so " k", "k " and "k" are one key: one
 // credit.
@@ -70,35 +69,51 @@ func TestKeyOuterSpacesAreNoPart(t *testing.T) {
 	}
 }
 
+// TestConcurrentDeliveriesApplyOnce releases five deliveries of one credit
+// together in one process: one commits; by default each other is answered
+// 409 with Retry-After while the first is in flight, or its response once
+// it is done; with InFlightWait every other waits and gets its response.
 func TestConcurrentDeliveriesApplyOnce(t *testing.T) {
-	e := newEnv(t)
-	r := e.receiver(t)
-	ev := delivery{body: creditBody, headers: keyed("k-1")}.v2()
-	answers := make([]events.APIGatewayV2HTTPResponse, 5)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range answers {
-		wg.Go(func() {
-			<-start
-			answers[i], _ = r.HandleV2(context.Background(), ev)
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+	}{{"default", 0}, {"InFlightWait", 10 * time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			r := e.receiver(t, func(o *webhook.Options) { o.InFlightWait = tc.wait })
+			ev := delivery{body: creditBody, headers: keyed("k-1")}.v2()
+			answers := make([]events.APIGatewayV2HTTPResponse, 5)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range answers {
+				wg.Go(func() {
+					<-start
+					answers[i], _ = r.HandleV2(context.Background(), ev)
+				})
+			}
+			close(start)
+			wg.Wait()
+			n := map[string]int{}
+			for i, a := range answers {
+				switch {
+				case a.StatusCode == 200 && a.Body == `{"id":"k-1","status":"processed"}` && a.Headers["Idempotent-Replayed"] == "true":
+					n["replayed"]++
+				case a.StatusCode == 200 && a.Body == `{"id":"k-1","status":"processed"}`:
+					n["first"]++
+				case a.StatusCode == 409 && a.Headers["Retry-After"] == "1" && tc.wait == 0:
+					n["409"]++
+				default:
+					t.Errorf("delivery %d: got %d %v %s", i, a.StatusCode, a.Headers, a.Body)
+				}
+			}
+			t.Logf("answers: %v", n)
+			if n["first"] != 1 || tc.wait > 0 && n["replayed"] != 4 {
+				t.Errorf("want one first answer and, with a wait, 4 replayed; got %v", n)
+			}
+			if got := e.Balance(t, "acc-9"); got != 500 {
+				t.Errorf("expect one credit of 500, got a balance of %d", got)
+			}
 		})
-	}
-	close(start)
-	wg.Wait()
-	replayed := 0
-	for i, a := range answers {
-		if a.StatusCode != 200 || a.Body != `{"id":"k-1","status":"processed"}` {
-			t.Errorf("delivery %d: expect 200 processed, got %d %s", i, a.StatusCode, a.Body)
-		}
-		if a.Headers["Idempotent-Replayed"] == "true" {
-			replayed++
-		}
-	}
-	if replayed != 4 {
-		t.Errorf("expect 4 replayed answers, got %d", replayed)
-	}
-	if got := e.Balance(t, "acc-9"); got != 500 {
-		t.Errorf("expect one credit of 500, got a balance of %d", got)
 	}
 }
 

@@ -3,10 +3,12 @@ package webhook
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/wire"
 )
 
@@ -56,8 +58,9 @@ func unavailable(retryAfter time.Duration) Response {
 	return r
 }
 
-// inFlight is the 409 for a delivery whose key is in flight under a lease
-// that ends in remaining: retry after it (at least a second).
+// inFlight is the 409 for a delivery whose key is in flight, under a lease
+// that ends in remaining or in this process: retry after remaining (at
+// least a second).
 func inFlight(remaining time.Duration) Response {
 	r := problem(http.StatusConflict, "a request with this idempotency key is still being processed; retry after it: a retry is applied at most once")
 	r.Headers["Retry-After"] = strconv.FormatInt(max(1, int64((remaining+time.Second-1)/time.Second)), 10)
@@ -80,3 +83,47 @@ func decodeResponse(b []byte) (Response, error) {
 }
 
 var errStoredResponse = errors.New("webhook: the stored response is not in this adapter's format")
+
+// nothingDone is the 500's detail when Process is known to have committed
+// nothing for this delivery.
+const nothingDone = "the delivery could not be processed; nothing was applied or recorded"
+
+// answerError maps what Process returned to a status. Server-side causes get
+// a generic detail: the Store has logged the error itself. A detail says
+// nothing was applied only where Process guarantees it; a RetryableError
+// may follow a commit whose answer was lost, which the sender's retry then
+// finds as a Duplicate.
+func (r *Receiver) answerError(key string, err error) Response {
+	var (
+		bad     *badRequestError
+		replay  *idem.ReplayError
+		handler *idem.HandlerError
+		panicky *idem.PanicError
+		store   *idem.StoreError
+		invalid *idem.InvalidError
+		held    *idem.LeaseHeldError
+		waited  *idem.InFlightError
+		stale   *idem.StaleLeaseError
+	)
+	switch {
+	case errors.As(err, &bad):
+		return problem(http.StatusBadRequest, bad.Err.Error())
+	case errors.Is(err, idem.ErrKeyReuse):
+		return problem(http.StatusUnprocessableEntity, fmt.Sprintf("the idempotency key %q was used before with a different payload; send a new key for a new request", key))
+	case errors.As(err, &held):
+		return inFlight(held.Until.Sub(r.proc.Now()))
+	case errors.As(err, &waited):
+		return inFlight(waited.RetryAfter)
+	case errors.As(err, &stale):
+		return problem(http.StatusInternalServerError, "a delivery of this key started long ago and never finished; it needs an operator, and nothing was done now")
+	case errors.Is(err, idem.ErrRetryable):
+		return unavailable(r.opts.RetryAfter)
+	case errors.Is(err, idem.ErrRejected):
+		return problem(http.StatusConflict, "a condition of the effect failed; nothing was applied or recorded")
+	case errors.As(err, &replay):
+		return problem(http.StatusInternalServerError, "this key was processed before, but its stored response cannot be replayed")
+	case errors.As(err, &handler), errors.As(err, &panicky), errors.As(err, &store), errors.As(err, &invalid):
+		return problem(http.StatusInternalServerError, nothingDone)
+	}
+	return problem(http.StatusInternalServerError, "the delivery could not be processed")
+}

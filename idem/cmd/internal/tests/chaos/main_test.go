@@ -144,7 +144,7 @@ type outcomes struct {
 	n  map[string]map[idem.Outcome]int
 }
 
-var allOutcomes = []idem.Outcome{idem.Processed, idem.Duplicate, idem.Rejected, idem.KeyReuse, idem.Failed, idem.Refused}
+var allOutcomes = []idem.Outcome{idem.Processed, idem.Duplicate, idem.Rejected, idem.KeyReuse, idem.Failed, idem.Refused, idem.InFlight}
 
 func (o *outcomes) Write(p []byte) (int, error) {
 	var line map[string]any
