@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.opentelemetry.io/otel"
@@ -192,14 +193,22 @@ func TestNoTracerProviderNoSpans(t *testing.T) {
 	}
 }
 
-// TestReadFirstSpan: a read before the handler, when duplicates are many,
-// is a child span of the delivery, as the transaction is.
+// TestReadFirstSpan: the read of a claim, sent beside the handler when
+// duplicates are many, is a child span of the delivery, as the transaction
+// is; a read that answers while the handler runs leaves no transaction.
 func TestReadFirstSpan(t *testing.T) {
 	tp, rec := spansOf()
 	e := newEnv(t, func(o *idem.Options) { o.TracerProvider, o.ReadFirstAbove = tp, 0.01 })
 	msg := idem.Message{ID: "r-1", Source: "storm"}
-	for range 3 { // a first delivery, a duplicate: the next reads first
-		if _, err := e.store.Process(context.Background(), msg, e.creditHandler(nil)); err != nil {
+	for i := range 3 { // a first delivery, a duplicate: the next reads
+		h := e.creditHandler(nil)
+		if i == 2 { // long enough for the read to come back first
+			h = func(ctx context.Context, m idem.Message) (idem.Effect, error) {
+				time.Sleep(200 * time.Millisecond)
+				return e.creditHandler(nil)(ctx, m)
+			}
+		}
+		if _, err := e.store.Process(context.Background(), msg, h); err != nil {
 			t.Fatal(err)
 		}
 	}
