@@ -134,8 +134,9 @@
 // the message's key in the IdempotencyKey attribute (the record's own, else
 // its FIFO message group and deduplication id, else the body's "id", else
 // its messageId); the webhooks are signed again with the local secrets.
-// The 409s are the lease at work: a delivery that meets another in flight
-// is told to retry. The malformed credits go round five receives and end
+// The 409s are deliveries that met another of their key in flight, told
+// to retry: the lease held by another environment, or, with
+// -max-concurrency, another invoke of the same process running it. The malformed credits go round five receives and end
 // in the dead-letter queue.
 //
 // # Flags
