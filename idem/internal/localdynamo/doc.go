@@ -4,7 +4,7 @@
 //
 // It runs moto (https://github.com/getmoto/moto, Apache-2.0; DynamoDB
 // Local's licence keeps it off these machines) with a small patch,
-// embedded here as localdynamo.py, that fixes what stock moto_server gets
+// embedded here as localdynamo.py and its ldpatch package, that fixes what stock moto_server gets
 // wrong for an idempotency kit, whose tests and figures it would otherwise
 // falsify. Stock moto deep-copies the tables a TransactWriteItems touches
 // and restores the copy when the transaction is cancelled, erasing what

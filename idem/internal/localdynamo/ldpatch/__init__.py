@@ -1,0 +1,1 @@
+"""The patches localdynamo.py installs into moto, one module per concern."""
