@@ -35,8 +35,21 @@ emits, one record per item change that happened:
      and expired ones are forgotten, so a poller does not grow the server.
 Unlike DynamoDB, stream records are kept until the server stops (DynamoDB
 keeps them 24 hours), in one shard per table that never closes.
+Last, it refuses what DynamoDB refuses, before anything is read or written
+(moto checks little of it), with DynamoDB's error codes:
+  9. each request is held against the API model's constraints (required
+     members, enum values, lengths, table names of 3 to 255 [a-zA-Z0-9_.-]),
+     then against its operation's rules: attribute values (one type, sets
+     non-empty without duplicates, numbers DynamoDB can store), expression
+     and legacy parameters never together and every placeholder used, keys
+     matching the table's schema, transactions of 1 to 100 actions on
+     distinct items and at most 4 MB, batches of at most 25 writes on
+     distinct items, TTL enabled once and changed at most once an hour,
+     ResourceNotFoundException for a missing table; and ProjectionExpression
+     paths with list indexes (#l[1]) are answered, not refused.
 The patches live in the ldpatch package beside this file, one module per
-concern: transactions (2, 4), streams (5 to 8), ttl (3), sqs.
+concern: transactions (2, 4), streams (5 to 8), ttl (3), sqs, and for 9
+model, values, expressions, items, batches and operations (the wiring).
 It is started by the Go package github.com/idemkit/kit/idem/internal/localdynamo, which
 embeds these files. With --mode sqs it serves moto unserialized, so SQS long
 polls never stall DynamoDB requests, and patched in one way: a
@@ -69,7 +82,7 @@ try:
     )
     from werkzeug.serving import make_server
 
-    from ldpatch import sqs, streams, transactions, ttl
+    from ldpatch import operations, sqs, streams, transactions, ttl
 except ImportError as err:  # moto or its server extras are missing
     fail(
         f"moto with its server extras is required ({err}); "
@@ -79,7 +92,7 @@ except ImportError as err:  # moto or its server extras are missing
 
 def check_internals() -> None:
     """Fails loudly when the moto internals the patches adjust have changed."""
-    problems = transactions.problems() + streams.problems()
+    problems = transactions.problems() + streams.problems() + operations.problems()
     if problems:
         fail(
             f"moto {moto.__version__} differs from the moto {CHECKED_AGAINST} this patch "
@@ -171,6 +184,7 @@ def main() -> None:
         transactions.install()
         streams.install()
         streams.install_iterator_expiry(args.shard_iterator_seconds)
+        operations.install()
     else:
         sqs.install()
     server = Server(DomainDispatcherApplication(create_backend_app), serialize)
