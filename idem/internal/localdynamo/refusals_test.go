@@ -274,3 +274,21 @@ func TestRefusesBatchWrites(t *testing.T) {
 		}},
 	})
 }
+
+// TestBatchWriteIsAllOrNothing: an item of 407,000 bytes is under
+// DynamoDB's 400 KB and over moto's own limit, so DynamoDB writes both items
+// of this batch and the local server may refuse it; either way, never one
+// item without the other.
+func TestBatchWriteIsAllOrNothing(t *testing.T) {
+	c := idemClient(t)
+	tbl := newTable(t, c, "batch-atomic")
+	ctx := context.Background()
+	_, err := c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{tbl: {
+		{PutRequest: &types.PutRequest{Item: key("small")}},
+		{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{"pk": s("large"), "v": s(strings.Repeat("x", 407_000))}}},
+	}}})
+	small, large := get(t, c, tbl, key("small")) != nil, get(t, c, tbl, key("large")) != nil
+	if small != large || (err == nil) != small {
+		t.Errorf("batch answered %v; small item written: %v, large item written: %v", err, small, large)
+	}
+}

@@ -9,7 +9,7 @@ from moto.dynamodb.exceptions import TransactionCanceledException
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.responses import DynamoResult
 
-from ldpatch import expressions, items, values
+from ldpatch import expressions, items, transactions, values
 from ldpatch.items import invalid
 
 TRANSACTION_MAX_BYTES = 4 * 1024 * 1024
@@ -132,11 +132,16 @@ def batch_write_item(handler, original):
                 raise invalid("Provided list of item keys contains duplicates")
             seen.add(identity)
             writes.append((name, kinds[0], attrs))
-    for name, kind, attrs in writes:
-        if kind == "PutRequest":
-            backend.put_item(name, attrs)
-        else:
-            backend.delete_item(name, attrs)
+    # What moto refuses beyond the checks above (its own item size measure)
+    # leaves no write of the batch behind.
+    named = [{"Put": {"TableName": n, "Item": a}} if k == "PutRequest" else {"Delete": {"TableName": n, "Key": a}}
+             for n, k, a in writes]
+    with transactions.undone_on_failure(backend, named):
+        for name, kind, attrs in writes:
+            if kind == "PutRequest":
+                backend.put_item(name, attrs)
+            else:
+                backend.delete_item(name, attrs)
     result = {"UnprocessedItems": {}}
     if body.get("ReturnConsumedCapacity", "NONE") != "NONE":
         result["ConsumedCapacity"] = [{"TableName": backend.get_table(n).name, "CapacityUnits": float(len(r))}

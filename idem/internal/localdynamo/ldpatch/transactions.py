@@ -10,6 +10,7 @@ before it runs and put back when it fails.
 """
 
 import base64
+import contextlib
 import copy
 import hashlib
 import inspect
@@ -129,20 +130,28 @@ def _drop_records(marks) -> None:
         del shard.items[count:]
 
 
+@contextlib.contextmanager
+def undone_on_failure(backend, transact_items):
+    """Puts the items transact_items names back as they were, and drops the
+    stream records written meanwhile, when the block raises."""
+    saved = _touched(backend, transact_items)
+    marks = _stream_marks(backend, transact_items)
+    try:
+        yield
+    except BaseException:
+        _restore(saved)  # writes the items back directly: no stream records
+        _drop_records(marks)
+        raise
+
+
 def install() -> None:
     """Patches 2 and 4: rollback of the touched items, ClientRequestToken."""
     ddb_models.copy = _TablesByReference()
     original = DynamoDBBackend.transact_write_items
 
     def transact_write_items(self, transact_items):
-        saved = _touched(self, transact_items)
-        marks = _stream_marks(self, transact_items)
-        try:
+        with undone_on_failure(self, transact_items):
             return original(self, transact_items)
-        except BaseException:
-            _restore(saved)  # writes the items back directly: no stream records
-            _drop_records(marks)
-            raise
 
     DynamoDBBackend.transact_write_items = transact_write_items
     _install_client_request_tokens()

@@ -10,7 +10,6 @@ import base64
 import re
 from decimal import Decimal, InvalidOperation
 
-TYPES = frozenset({"S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"})
 ITEM_MAX_BYTES = 400 * 1024
 _SETS = {"SS": "string", "NS": "number", "BS": "binary"}
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
