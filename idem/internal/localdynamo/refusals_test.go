@@ -188,12 +188,13 @@ func TestRefusesTransactions(t *testing.T) {
 		}},
 	})
 
-	// A key of the wrong type cancels the transaction at its action.
-	err := write(context.Background(), put("a"), types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(tbl), Key: map[string]types.AttributeValue{"pk": n(1)},
-		UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1)}}})
-	wantReasons(t, err, "None", "ValidationError")
-	wantEmpty(t, c, tbl)
+	t.Run("a key of the wrong type cancels at its action", func(t *testing.T) {
+		err := write(context.Background(), put("a"), types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(tbl), Key: map[string]types.AttributeValue{"pk": n(1)},
+			UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1)}}})
+		wantReasons(t, err, "None", "ValidationError")
+		wantEmpty(t, c, tbl)
+	})
 }
 
 func TestRefusesTransactGets(t *testing.T) {
@@ -213,8 +214,9 @@ func TestRefusesTransactGets(t *testing.T) {
 			return read(ctx, types.TransactGetItem{Get: &types.Get{TableName: aws.String(missingTable()), Key: key("a")}})
 		}},
 	})
-	// A key that does not match the schema cancels at its get.
-	wantReasons(t, read(context.Background(), get(key("a")), get(map[string]types.AttributeValue{})), "None", "ValidationError")
+	t.Run("a key that does not match the schema cancels at its get", func(t *testing.T) {
+		wantReasons(t, read(context.Background(), get(key("a")), get(map[string]types.AttributeValue{})), "None", "ValidationError")
+	})
 }
 
 // wantReasons checks err cancels a transaction with these reason codes.
