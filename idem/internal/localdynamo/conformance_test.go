@@ -154,7 +154,9 @@ func TestClientRequestTokenMakesACommitIdempotent(t *testing.T) {
 	acct := idemtest.CreateTable(t, c, idemtest.Table{Name: "accounts", HashKey: "account"})
 	ctx := context.Background()
 	in := claimAndCredit(processed, acct, "tok-1", "acc-1", 7)
-	in.ClientRequestToken = aws.String(fmt.Sprintf("token-%s", processed))
+	// A token is at most 36 characters; DynamoDB keeps it ten minutes, so
+	// each run needs its own.
+	in.ClientRequestToken = aws.String(fmt.Sprintf("token-%016x", rand.Uint64()))
 	// Binary and set values too: the server must fingerprint every type.
 	in.TransactItems[0].Put.Item["response"] = &types.AttributeValueMemberB{Value: []byte("ok")}
 	in.TransactItems[0].Put.Item["tags"] = &types.AttributeValueMemberBS{Value: [][]byte{[]byte("a"), []byte("b")}}

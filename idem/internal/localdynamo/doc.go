@@ -3,13 +3,15 @@
 // benchmarks.
 //
 // It runs moto (https://github.com/getmoto/moto, Apache-2.0; DynamoDB
-// Local's licence keeps it off these machines) with a small patch,
-// embedded here as localdynamo.py, that fixes what stock moto_server gets
-// wrong for an idempotency kit, whose tests and figures it would otherwise
-// falsify. Stock moto deep-copies the tables a TransactWriteItems touches
-// and restores the copy when the transaction is cancelled, erasing what
-// other requests committed meanwhile, and the copy makes a transaction's
-// cost grow with the table, where DynamoDB's does not; and it has no TTL.
+// Local's licence keeps it off these machines) with a patch, embedded here
+// as localdynamo.py and its ldpatch package (a Python module per concern),
+// that fixes what stock moto_server gets wrong for an idempotency kit,
+// whose tests and figures it would otherwise falsify. Stock moto
+// deep-copies the tables a TransactWriteItems touches and restores the copy
+// when the transaction is cancelled, erasing what other requests committed
+// meanwhile, and the copy makes a transaction's cost grow with the table,
+// where DynamoDB's does not; it has no TTL; and it accepts much that
+// DynamoDB refuses.
 // As measured when the patch was written: 8 concurrent clients kept 299 of
 // 300 credits on stock moto, 300 of 300 here; a transaction took 7 ms at
 // 100 items and 211 ms at 10,000 on stock moto, about 5 ms at both here.
@@ -31,7 +33,20 @@
 //     table's Region in awsRegion; the TTL sweeper's deletes as REMOVE
 //     records from the DynamoDB service principal; shard iterators that
 //     expire after 15 minutes. Records are kept until the server stops
-//     (DynamoDB keeps them 24 hours), in one shard per table.
+//     (DynamoDB keeps them 24 hours), in one shard per table;
+//   - it refuses what DynamoDB refuses, before anything is written, with
+//     DynamoDB's error codes: the API model's constraints (required
+//     members, enum values, lengths, table names of 3 to 255
+//     [a-zA-Z0-9_.-]), attribute values (sets non-empty without
+//     duplicates, numbers DynamoDB can store), expression and legacy
+//     parameters in one request, unused placeholders, keys that do not
+//     match the table, empty or oversized transactions, two actions on one
+//     item, batches of more than 25 writes, a second TTL change within the
+//     hour, a missing table (ResourceNotFoundException); and it answers
+//     ProjectionExpression paths with list indexes (#l[1]). A user's
+//     request DynamoDB would refuse fails here too, not in production.
+//     The conformance test (run it against DynamoDB Local or AWS with
+//     AWS_ENDPOINT_URL_DYNAMODB) holds a case for each.
 //
 // Usage:
 //

@@ -4,25 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	_ "embed"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
-
-//go:embed localdynamo.py
-var script []byte
 
 // CheckedMotoVersion is the moto release the embedded patch was checked
 // against; other releases run when the internals it adjusts are unchanged.
@@ -47,7 +39,9 @@ type Options struct {
 	// Defaults to os.Stderr.
 	Log io.Writer
 
-	// StartTimeout bounds how long Start waits for the server to listen.
+	// StartTimeout bounds how long Start waits for the server to listen:
+	// Python and moto's imports take seconds, and tens of them on a busy
+	// machine starting several servers at once (make test's packages).
 	// Defaults to 30 seconds.
 	StartTimeout time.Duration
 
@@ -79,7 +73,7 @@ func StartSQS(ctx context.Context, optFns ...func(*Options)) (*Server, error) {
 }
 
 func start(ctx context.Context, mode string, optFns []func(*Options)) (*Server, error) {
-	o := Options{Python: os.Getenv("IDEM_PYTHON"), Log: os.Stderr, StartTimeout: 30 * time.Second}
+	o := Options{Python: os.Getenv("IDEM_PYTHON"), Log: os.Stderr, StartTimeout: 90 * time.Second}
 	for _, fn := range optFns {
 		fn(&o)
 	}
@@ -93,7 +87,7 @@ func start(ctx context.Context, mode string, optFns []func(*Options)) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("localdynamo: %s not found (%w); install Python 3 and moto: pip install 'moto[server]'", o.Python, err)
 	}
-	path, err := writeScript()
+	path, err := writeScripts()
 	if err != nil {
 		return nil, err
 	}
@@ -163,29 +157,6 @@ func startFailure(log *headBuffer, err error) string {
 		msg = err.Error()
 	}
 	return msg
-}
-
-// writeScript puts the embedded server where python can run it, once per
-// version of the script.
-func writeScript() (string, error) {
-	sum := sha256.Sum256(script)
-	path := filepath.Join(os.TempDir(), "localdynamo-"+hex.EncodeToString(sum[:6])+".py")
-	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, script) {
-		return path, nil
-	}
-	tmp, err := os.CreateTemp(os.TempDir(), "localdynamo-*.py")
-	if err != nil {
-		return "", fmt.Errorf("localdynamo: write server script: %w", err)
-	}
-	_, werr := tmp.Write(script)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		return "", fmt.Errorf("localdynamo: write server script: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("localdynamo: write server script: %w", err)
-	}
-	return path, nil
 }
 
 // PID is the server's process id.
