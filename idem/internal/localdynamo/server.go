@@ -42,7 +42,7 @@ type Options struct {
 	// StartTimeout bounds how long Start waits for the server to listen:
 	// Python and moto's imports take seconds, and tens of them on a busy
 	// machine starting several servers at once (make test's packages).
-	// Defaults to 30 seconds.
+	// Defaults to 90 seconds.
 	StartTimeout time.Duration
 
 	// Verbose logs every request the server handles. Defaults to false.
