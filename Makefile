@@ -109,13 +109,15 @@ fuzz:
 # UpdateItem, and Powertools for TypeScript itself when node is there), the
 # lease mode beside the one-transaction mode, the outbox (a message's cost,
 # the relay's throughput, a credit's way to the ledger on the local stack),
-# rare duplicates and a redelivery storm against Powertools with the
-# ReadFirstAbove sweep, 8 deliveries of one key at once in one process,
+# four streams of duplicates (rare, an SQS storm counted and not, every
+# message twice through Store.Process) through this kit, the Go two-phase
+# lock and Powertools, with the ReadFirstAbove sweep and what a message
+# costs per stream, 8 deliveries of one key at once in one process,
 # the kit's CPU cost and the functions' cold starts, in one run: prints the
 # tables, writes them to idem/cmd/idem-bench/RESULTS.md and the Go
 # benchmarks' raw output (benchstat's input) to
-# idem/cmd/idem-bench/bench.txt. About 14 minutes on 2 shared cores (the
-# storm, sweep and coalesce sections about 3.5 of them);
+# idem/cmd/idem-bench/bench.txt. About 22 minutes on 2 shared cores (the
+# streams, the sweep and coalescing about 9 of them);
 # BENCH_FLAGS='-latency 100 -throughput 200 -count 1' for a quicker run, or
 # BENCH_FLAGS='-only lease' for one section (strategies, powertools, storm,
 # sweep, coalesce, cpu, coldstarts, lease, outbox).

@@ -2,7 +2,8 @@
 // two-phase lock and a bare UpdateItem on one local DynamoDB endpoint, and
 // Powertools for AWS Lambda (TypeScript) itself on the same endpoint, the
 // kit's lease mode beside its one-transaction mode, streams of duplicates
-// (rare, and a redelivery storm) through the kit and Powertools, a sweep of
+// (rare, a redelivery storm counted and not, every message twice) through
+// the kit, the Go two-phase lock and Powertools, a sweep of
 // Options.ReadFirstAbove, deliveries of one key at once in one process,
 // then the kit's CPU benchmarks and its functions' cold starts (-only picks
 // some), and prints the tables (and writes them as Markdown with -out). Run it from the module's
@@ -39,26 +40,36 @@
 //     local cache, beside a bare UpdateItem from the same Node process; its
 //     crash window both ways: the handler throws after its write, or its
 //     process dies there.
-//   - Duplicates in numbers (-only storm): two streams played one delivery
-//     at a time, in one order drawn from -seed, by every strategy: rare
-//     (1 message in 19 delivered twice, 5% of deliveries) and storm (every
-//     message 3 times, each duplicate 1 to 9 messages after its first,
-//     messages interleaved), -streams timed messages each after 32 untimed
-//     ones that let the kit's per-sender share of duplicates settle (a
-//     moving average over about 16 deliveries, which ReadFirstAbove is
-//     compared with). This kit with its defaults (ReadFirstAbove 0.3, no
-//     cache), its records carrying their SQS receive count (a redelivery
-//     storm: the duplicates are later receives) and carrying none (every
-//     delivery a first receive, as a provider's or a relay's resends
-//     are), and with ReadFirstAbove -1, to show what the read saves; the
-//     floor (one 2-action TransactWriteItems per first delivery, one
-//     GetItem per duplicate, no idempotency code); and Powertools for
-//     TypeScript with its default configuration through bench.js, the same
-//     order on the same servers. For each: first-delivery and duplicate p50
-//     and p99, their mean, calls per delivery by operation and double
-//     effects; then what a duplicate costs in request units and dollars, by
-//     DynamoDB's documentation, from the storm's counted calls. The issue's
-//     targets are judged on the model's figures.
+//   - Duplicates in numbers (-only storm): four streams played one
+//     delivery at a time, in one order drawn from -seed, by every
+//     strategy: rare (1 message in 19 delivered twice, 5% of deliveries,
+//     through the SQS adapter with receive counts); a counted storm
+//     (every message 3 times, each duplicate 1 to 9 messages after its
+//     first, messages interleaved, each SQS record with its
+//     ApproximateReceiveCount, so Message.Attempt is set); an uncounted
+//     storm (the same order with no receive count: a provider's or a
+//     relay's resends); and twice (every message twice, through
+//     Store.Process with no Attempt). -streams timed messages each after
+//     32 untimed ones that let the kit's per-sender share of duplicates
+//     settle (a moving average over about 16 deliveries, which
+//     ReadFirstAbove is compared with). This kit with its defaults
+//     (ReadFirstAbove 0.3: above it the read of the claim goes out beside
+//     the handler and the transaction), and with ReadFirstAbove -1 (never
+//     reads); the Go two-phase lock (the lock-then-complete algorithm of
+//     Powertools and its Go port); the floor (one 2-action
+//     TransactWriteItems per first delivery, one GetItem per duplicate,
+//     no idempotency code); and Powertools for TypeScript with its
+//     default configuration through bench.js, the same orders on the same
+//     servers. For each: first-delivery and duplicate p50 and p99, their
+//     mean, calls per delivery by operation and double effects; what
+//     became of this kit's transactions beside a read (not started,
+//     called off before it was sent, called off in flight, answered:
+//     counted where the SDK starts a call and where it hands it to HTTP);
+//     and what a message costs per stream in request units and dollars,
+//     by DynamoDB's documentation. The targets are judged on the model's
+//     figures, per stream: this kit's first-delivery p50, and its mean
+//     of first and duplicate, at most the two-phase lock's and
+//     Powertools', the p99s stated beside.
 //   - The ReadFirstAbove sweep (-only sweep): the kit with the library's
 //     default and each of -sweepat, over streams of 5%, 20%, 40% and 50%
 //     duplicates (-sweep messages each), on the model alone: each value's

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -341,5 +343,106 @@ func TestProxyCancelled(t *testing.T) {
 		if n := got[tc.class]; n != tc.want && !(tc.atLeast && n > tc.want) {
 			t.Errorf("%s: expect %d, got %d (all: %v)", tc.class, tc.want, n, got)
 		}
+	}
+}
+
+// TestProxyCommitsLate: a transaction's writes reach the local server
+// late in its drawn time, so a read sent after it, and answered before
+// its time is up, does not see them; once it has answered, a read does.
+func TestProxyCommitsLate(t *testing.T) {
+	m, err := parseModel("slow transactions", []byte(`{"source": "test", "figures": [
+		{"operation": "PutItem", "p50Ms": 2, "p99Ms": 2},
+		{"operation": "TransactWriteItems", "items": 1, "p50Ms": 300, "p99Ms": 300}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c := proxied(t, m)
+	table := idemtest.CreateTable(t, c, idemtest.Table{Name: "model-late", HashKey: "pk"})
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: &types.Put{
+			TableName: aws.String(table), Item: map[string]types.AttributeValue{"pk": s("x")},
+		}}}})
+		done <- err
+	}()
+	time.Sleep(30 * time.Millisecond)
+	read := func() bool {
+		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": s("x")}, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Item != nil
+	}
+	if read() {
+		t.Error("a read 30 ms into a 300 ms transaction: expect its write not yet visible, got it")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !read() {
+		t.Error("a read after the transaction answered: expect its write, got none")
+	}
+}
+
+// TestProxyReadsFirst: a transaction that reaches the proxy while a read
+// sent before it is still with the server is forwarded after the read
+// is answered, however slow the server is; the upstream here is a
+// stand-in that records when each request reached it and holds a
+// GetItem 100 ms, as no local server does on demand.
+func TestProxyReadsFirst(t *testing.T) {
+	var mu sync.Mutex
+	var readAnswered, txArrived time.Time
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("X-Amz-Target") {
+		case dynamoTarget + "GetItem":
+			time.Sleep(100 * time.Millisecond)
+			mu.Lock()
+			readAnswered = time.Now()
+			mu.Unlock()
+		case dynamoTarget + "TransactWriteItems":
+			mu.Lock()
+			txArrived = time.Now()
+			mu.Unlock()
+		}
+		w.Write([]byte("{}"))
+	}))
+	defer upstream.Close()
+	m, err := parseModel("fast", []byte(`{"source": "test", "figures": [
+		{"operation": "PutItem", "p50Ms": 1, "p99Ms": 1},
+		{"operation": "TransactWriteItems", "items": 1, "p50Ms": 1, "p99Ms": 1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := startProxy(m, upstream.URL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	post := func(op string) error {
+		req, err := http.NewRequest(http.MethodPost, p.URL, strings.NewReader(`{"TransactItems": [{}]}`))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("X-Amz-Target", dynamoTarget+op)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- post("GetItem") }()
+	time.Sleep(20 * time.Millisecond)
+	if err := post("TransactWriteItems"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if txArrived.Before(readAnswered) {
+		t.Errorf("expect the transaction to reach the server after the read sent before it was answered; it came %v before", readAnswered.Sub(txArrived))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"io"
+	"log"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -22,9 +23,11 @@ import (
 // reverse proxy on 127.0.0.1 that forwards each request and holds its
 // answer back until the request's total time is one drawn from the model
 // for its operation. The delay is that time less what the local server
-// took, never negative. net/http serves each connection on its own
-// goroutine, so requests sleep independently: the proxy serializes
-// nothing the local server would serve at once.
+// took, never negative. A TransactWriteItems is also held before it is
+// forwarded (commitLate, afterReads), so that its writes appear late in
+// its time, as on DynamoDB, not the moment it arrives. net/http serves each connection
+// on its own goroutine, so requests sleep independently: the proxy
+// serializes nothing the local server would serve at once.
 type modelProxy struct {
 	URL string // the endpoint to point a client at
 
@@ -34,9 +37,11 @@ type modelProxy struct {
 	rp    *httputil.ReverseProxy
 	tr    *http.Transport
 
-	mu     sync.Mutex
-	rngs   map[string]*rand.Rand // one per request class, so one class's draws do not depend on another's traffic
-	counts map[string]int        // requests by class
+	mu       sync.Mutex
+	rngs     map[string]*rand.Rand // one per request class, so one class's draws do not depend on another's traffic
+	counts   map[string]int        // requests by class
+	upstream []time.Duration       // the local server's last transactions' times, for commitLate
+	reads    map[*call]bool        // GetItems forwarded and not yet answered by the local server
 
 	// drawn, when set, is told each request's drawn total time, for the
 	// tests: what the proxy held an answer to, whatever the machine added.
@@ -48,6 +53,14 @@ type call struct {
 	start time.Time
 	op    string
 	items int
+	// A transaction's variate is drawn when it arrives, to hold it before
+	// it is forwarded (commitLate); forwarded is when it was.
+	normal    float64
+	early     bool
+	forwarded time.Time
+	// served closes when the local server has answered a GetItem.
+	served chan struct{}
+	once   sync.Once
 }
 
 type callKey struct{}
@@ -68,7 +81,7 @@ func startProxy(m *model, upstream string, seed uint64) (*modelProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &modelProxy{URL: "http://" + ln.Addr().String(), model: m, seed: seed, rngs: map[string]*rand.Rand{}, counts: map[string]int{},
+	p := &modelProxy{URL: "http://" + ln.Addr().String(), model: m, seed: seed, rngs: map[string]*rand.Rand{}, counts: map[string]int{}, reads: map[*call]bool{},
 		// Enough idle connections for every request in flight, so that
 		// concurrency does not open a connection per request.
 		tr: &http.Transport{MaxIdleConnsPerHost: 256}}
@@ -79,6 +92,13 @@ func startProxy(m *model, upstream string, seed uint64) (*modelProxy, error) {
 		},
 		ModifyResponse: p.hold,
 		Transport:      p.tr,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // its client stopped waiting, as a read beside a transaction makes it: nobody to answer
+			}
+			log.Printf("idem-bench: model proxy: %v", err)
+			w.WriteHeader(http.StatusBadGateway)
+		},
 	}
 	p.srv = &http.Server{Handler: p}
 	go p.srv.Serve(ln)
@@ -107,7 +127,107 @@ func (p *modelProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	c := &call{start: start, op: op, items: countItems(op, body)}
+	switch op {
+	case "GetItem":
+		c.served = make(chan struct{})
+		p.mu.Lock()
+		p.reads[c] = true
+		p.mu.Unlock()
+		defer p.readServed(c) // if the local server never answered
+	case "TransactWriteItems":
+		c.normal, c.early = p.variate(op), true
+		if !p.commitLate(r.Context(), c) || !p.afterReads(r.Context()) {
+			p.count(op + " (called off before it reached the server)")
+			return // its client stopped waiting: nothing reaches the local server
+		}
+	}
+	c.forwarded = time.Now()
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+}
+
+// upstreamGuess is commitLate's estimate of the local server's time for a
+// transaction until it has timed upstreamSamples of them.
+const (
+	upstreamGuess   = 10 * time.Millisecond
+	upstreamSamples = 50
+)
+
+// commitLate holds a transaction before it reaches the local server: on
+// DynamoDB a transaction's writes become visible when it commits, at the
+// end of its time (after a prepare phase on every item), so a read sent
+// about when it was is served before them; the local server commits the
+// moment a request reaches it, and would show them to such a read. The
+// hold is the transaction's draw (as committed) less the local server's
+// 90th percentile over its last transactions, so that the answer still
+// comes back at the drawn time unless the server is slower than that.
+// False when the client stopped waiting first.
+func (p *modelProxy) commitLate(ctx context.Context, c *call) bool {
+	q, _ := p.model.lookup(c.op, c.items, false)
+	d := q.draw(c.normal) - p.upstreamP90() - time.Since(c.start)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// afterReads waits until every GetItem forwarded before now has been
+// answered by the local server: a read that reached the proxy before a
+// transaction is forwarded is served before the transaction commits, as
+// on DynamoDB, however the two requests' goroutines are scheduled here.
+// False when ctx ends first.
+func (p *modelProxy) afterReads(ctx context.Context) bool {
+	p.mu.Lock()
+	var waits []chan struct{}
+	for c := range p.reads {
+		waits = append(waits, c.served)
+	}
+	p.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// readServed marks a GetItem answered by the local server.
+func (p *modelProxy) readServed(c *call) {
+	c.once.Do(func() {
+		p.mu.Lock()
+		delete(p.reads, c)
+		p.mu.Unlock()
+		close(c.served)
+	})
+}
+
+// upstreamP90 is the local server's 90th percentile time over its last
+// transactions, or upstreamGuess before it has timed enough of them.
+func (p *modelProxy) upstreamP90() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.upstream) < upstreamSamples {
+		return upstreamGuess
+	}
+	return percentile(p.upstream, 0.9)
+}
+
+// timedUpstream records a transaction's time on the local server.
+func (p *modelProxy) timedUpstream(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.upstream = append(p.upstream, d)
+	if len(p.upstream) > upstreamSamples {
+		p.upstream = p.upstream[1:]
+	}
 }
 
 // hold waits, once the local server has answered in full, until the
@@ -119,6 +239,9 @@ func (p *modelProxy) hold(resp *http.Response) error {
 	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if c.served != nil {
+		p.readServed(c)
+	}
 	if err != nil {
 		return err
 	}
@@ -129,7 +252,14 @@ func (p *modelProxy) hold(resp *http.Response) error {
 	if cancelled {
 		class += " (cancelled)"
 	}
-	total := q.draw(p.normal(class))
+	p.count(class)
+	normal := c.normal
+	if c.early {
+		p.timedUpstream(time.Since(c.forwarded))
+	} else {
+		normal = p.variate(class)
+	}
+	total := q.draw(normal)
 	if p.drawn != nil {
 		p.drawn(class, total)
 	}
@@ -145,12 +275,12 @@ func (p *modelProxy) hold(resp *http.Response) error {
 	return nil
 }
 
-// normal draws a standard normal variate from class's generator, and
-// counts the request.
-func (p *modelProxy) normal(class string) float64 {
+// variate draws a standard normal variate from class's generator: an
+// operation's, a cancelled transaction's (drawn on arrival, a transaction
+// draws from its operation's, committed or not).
+func (p *modelProxy) variate(class string) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.counts[class]++
 	rng, ok := p.rngs[class]
 	if !ok {
 		h := fnv.New64a()

@@ -20,13 +20,33 @@ type delivery struct {
 }
 
 // stream is an order of deliveries: each message's first delivery in
-// turn, each duplicate after its message's first, messages interleaved.
+// turn, each duplicate after its message's first, messages interleaved;
+// and how this kit receives them.
 type stream struct {
 	name, what     string
+	order          string  // the name its draws come from: streams of one order share it
+	via            via     // how this kit receives the deliveries
 	perMessage     float64 // duplicates per message, as designed
 	messages, warm int     // timed messages, and the warm-up's before them
 	deliveries     []delivery
 }
+
+// via is how this kit receives a stream's deliveries.
+type via int8
+
+const (
+	// viaSQSCounted: the SQS adapter, per record, each record with SQS's
+	// ApproximateReceiveCount (Message.Attempt set): a redelivery storm's
+	// duplicates are later receives.
+	viaSQSCounted via = iota
+	// viaSQSUncounted: the SQS adapter with no receive count, every
+	// delivery a first receive (Attempt 0): a provider's or a relay's
+	// resends.
+	viaSQSUncounted
+	// viaProcess: Store.Process called directly with no Attempt, as Wrap,
+	// a stream's consumer or a direct invoke call it.
+	viaProcess
+)
 
 // streamWarm is the warm-up's messages, delivered untimed before a
 // stream's timed ones, in the same pattern. A Store's share of a sender's
@@ -47,7 +67,8 @@ const streamWarm = 32
 // that messages interleave as in a redelivery storm.
 const dupWindow = 8
 
-// newStream orders warm+n messages' deliveries: message i is delivered
+// newStream orders warm+n messages' deliveries, named order, for this
+// kit's SQS adapter without receive counts: message i is delivered
 // first at i, and its duplicates, floor((i+1)·perMessage) −
 // floor(i·perMessage) of them (perMessage on average), each at a random
 // point within dupWindow messages after it. The draws come from seed and
@@ -82,7 +103,7 @@ func newStream(name, what string, n int, perMessage float64, seed uint64) stream
 		}
 		return 0
 	})
-	st := stream{name: name, what: what, perMessage: perMessage, messages: n, warm: streamWarm}
+	st := stream{name: name, what: what, order: name, via: viaSQSUncounted, perMessage: perMessage, messages: n, warm: streamWarm}
 	seen := make([]int, streamWarm+n)
 	for _, s := range slots {
 		seen[s.d.msg]++
@@ -106,13 +127,38 @@ func (st stream) timed() (firsts, dups int) {
 	return firsts, dups
 }
 
-// The section's two streams: duplicates rare, and a redelivery storm.
+// The section's streams: duplicates rare; a redelivery storm, counted and
+// not; every message twice through Store.Process.
 func rareStream(n int, seed uint64) stream {
-	return newStream("rare", "1 message in 19 delivered twice (5% of deliveries are duplicates), the duplicate 1 to 9 messages later", n, 1.0/19, seed)
+	st := newStream("rare", "1 message in 19 delivered twice (5% of deliveries are duplicates), the duplicate 1 to 9 messages later, through the SQS adapter with receive counts", n, 1.0/19, seed)
+	st.via = viaSQSCounted
+	return st
 }
 
+// stormStream is an SQS redelivery storm: each message its first receive
+// and 2 redeliveries, ApproximateReceiveCount on each record.
 func stormStream(n int, seed uint64) stream {
-	return newStream("storm", "every message delivered 3 times, its two duplicates each 1 to 9 messages after it, messages interleaved, as an SQS redelivery storm hands them out", n, 2, seed)
+	st := newStream("counted storm", "every message delivered 3 times (1 first receive + 2 redeliveries), its two duplicates each 1 to 9 messages after it, messages interleaved, as an SQS redelivery storm hands them out: through the SQS adapter, each record with its ApproximateReceiveCount (Message.Attempt 1, 2, 3)", n, 2, seed)
+	st.via = viaSQSCounted
+	return st
+}
+
+// uncountedStormStream is the counted storm's order with no receive
+// count on any record: a provider's or a relay's resends, every delivery
+// a first receive to the kit.
+func uncountedStormStream(n int, seed uint64) stream {
+	st := stormStream(n, seed)
+	st.name, st.via = "uncounted storm", viaSQSUncounted
+	st.what = "the counted storm's order and deliveries with no receive count on any record (Message.Attempt 0): a provider's or a relay's resends"
+	return st
+}
+
+// twiceStream delivers every message twice through Store.Process with no
+// Attempt, each duplicate 1 to 9 messages after its first.
+func twiceStream(n int, seed uint64) stream {
+	st := newStream("twice", "every message delivered twice (50% of deliveries are duplicates), the duplicate 1 to 9 messages later, through `Store.Process` called directly with no `Message.Attempt`", n, 1, seed)
+	st.via = viaProcess
+	return st
 }
 
 // shareStream is a stream in which share of the deliveries are

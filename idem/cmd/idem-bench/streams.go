@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
@@ -29,16 +30,36 @@ import (
 // deliveries on one server.
 type streamStats struct {
 	first, dup       []time.Duration
-	opsFirst, opsDup map[string]int // calls by operation, summed
-	doubles          int            // messages credited more than once, the warm-up's included
+	opsFirst, opsDup map[string]int // calls started by operation, summed
+	// What reached HTTP, where counted (the Go strategies): requests sent
+	// by operation, those called off in flight, connections opened.
+	sentFirst, sentDup map[string]int
+	offFirst, offDup   map[string]int
+	connsFirst         int
+	connsDup           int
+	fates              [txFates]int // the timed duplicates that read their claim, by their transaction's fate
+	// firstAsDup are timed first deliveries this kit answered Duplicate:
+	// its read found the claim its own transaction had just committed.
+	firstAsDup int
+	doubles    int // messages credited more than once, the warm-up's included
 }
 
-func (st *streamStats) add(d delivery, took time.Duration, ops map[string]int) {
-	list, sum := &st.first, &st.opsFirst
+func (st *streamStats) add(d delivery, took time.Duration, ops map[string]int, sn sends) {
+	list, sum, sent, off, conns := &st.first, &st.opsFirst, &st.sentFirst, &st.offFirst, &st.connsFirst
 	if d.dup {
-		list, sum = &st.dup, &st.opsDup
+		list, sum, sent, off, conns = &st.dup, &st.opsDup, &st.sentDup, &st.offDup, &st.connsDup
+		if f, ok := fateOf(ops, sn); ok {
+			st.fates[f]++
+		}
 	}
 	*list = append(*list, took)
+	addOps(sum, ops)
+	addOps(sent, sn.sent)
+	addOps(off, sn.calledOff)
+	*conns += sn.conns
+}
+
+func addOps(sum *map[string]int, ops map[string]int) {
 	if *sum == nil {
 		*sum = map[string]int{}
 	}
@@ -115,8 +136,8 @@ func runStreams(ctx context.Context, servers []server, streams []stream, lines [
 	envs := make([][]env, len(lines))
 	for k := range lines {
 		for _, sv := range servers {
-			e := env{su: setup{calls: &idemtest.CallCounter{}}}
-			e.su.client = idemtest.Client(sv.endpoint, e.su.calls.Option)
+			e := env{su: setup{calls: &idemtest.CallCounter{}, sends: &sendCounter{}, outcomes: &idemtest.Outcomes{}}}
+			e.su.client = idemtest.Client(sv.endpoint, e.su.calls.Option, e.su.sends.Option)
 			var err error
 			if e.processed, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-" + tag + "-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
 				return nil, err
@@ -134,7 +155,7 @@ func runStreams(ctx context.Context, servers []server, streams []stream, lines [
 		for k, l := range lines {
 			out[s][k] = make([]streamStats, len(servers))
 			for _, e := range envs[k] {
-				d, err := l.build(e.su, e.processed)
+				d, err := l.build(e.su, e.processed, st.via)
 				if err != nil {
 					return nil, err
 				}
@@ -146,15 +167,18 @@ func runStreams(ctx context.Context, servers []server, streams []stream, lines [
 			m := message{id: fmt.Sprintf("%s-%d", prefix, d.msg), account: fmt.Sprintf("%s-%d", prefix, d.msg), cents: 1}
 			for k := range lines {
 				for j := range servers {
-					calls := envs[k][j].su.calls
-					before := countOps(calls)
+					su := envs[k][j].su
+					before, sentBefore, dupsBefore := countOps(su.calls), su.sends.snapshot(), su.outcomes.Count(idem.Duplicate)
 					start := time.Now()
 					if err := deliver[k][j](ctx, m, d); err != nil {
 						return nil, fmt.Errorf("%s, %s, on %s: %s: %w", st.name, lines[k].name, servers[j].name, m.id, err)
 					}
 					took := time.Since(start)
 					if d.timed {
-						out[s][k][j].add(d, took, opsSince(calls, before))
+						out[s][k][j].add(d, took, opsSince(su.calls, before), su.sends.since(sentBefore))
+						if !d.dup && su.outcomes.Count(idem.Duplicate) > dupsBefore {
+							out[s][k][j].firstAsDup++
+						}
 					}
 				}
 			}
@@ -222,8 +246,8 @@ func balances(ctx context.Context, c *dynamodb.Client, table string) (map[string
 	return out, nil
 }
 
-// streamsResult is the storm section of a run: the rare and storm
-// streams through this kit, the floor and Powertools.
+// streamsResult is the storm section of a run: its streams through this
+// kit, the Go two-phase lock, the floor and Powertools.
 type streamsResult struct {
 	streams []stream
 	lines   []streamLine
@@ -250,12 +274,19 @@ type ptStreamStats struct {
 	OpsDup   map[string]int `json:"opsDup"`
 }
 
-// runStreamsSection plays the rare and the storm streams of n timed
-// messages each through streamLines, then through Powertools (unless
-// ptools is false or node is missing).
+// sectionStreams are the storm section's streams: rare duplicates, a
+// counted and an uncounted storm, every message twice through
+// Store.Process.
+func sectionStreams(n int, seed uint64) []stream {
+	return []stream{rareStream(n, seed), stormStream(n, seed), uncountedStormStream(n, seed), twiceStream(n, seed)}
+}
+
+// runStreamsSection plays the section's streams of n timed messages each
+// through streamLines, then through Powertools (unless ptools is false or
+// node is missing).
 func runStreamsSection(ctx context.Context, servers []server, n int, seed uint64, ptools bool, dir string) (*streamsResult, error) {
-	res := &streamsResult{streams: []stream{rareStream(n, seed), stormStream(n, seed)}, lines: streamLines}
-	log.Printf("idem-bench: storm: the rare and storm streams, %d messages each after %d to warm up, this kit and the floor", n, streamWarm)
+	res := &streamsResult{streams: sectionStreams(n, seed), lines: streamLines}
+	log.Printf("idem-bench: storm: %d streams, %d messages each after %d to warm up, this kit, the Go two-phase lock and the floor", len(res.streams), n, streamWarm)
 	var err error
 	if res.stats, err = runStreams(ctx, servers, res.streams, res.lines, "streams"); err != nil {
 		return nil, err
