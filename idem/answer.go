@@ -26,7 +26,18 @@ func (s *Store) answer(ctx context.Context, msg Message, id Record, h Handler) (
 		return res, err
 	}
 	defer s.finishLead(msg, id, lead, &res, &err)
-	return s.run(ctx, msg, id, h, s.startRead(ctx, msg, id))
+	read := s.startRead(ctx, msg, id)
+	if read != nil && msg.Attempt > 1 {
+		// A redelivery the sender counts, in a storm of them, is a
+		// duplicate far more often than not: its read, waited for, answers
+		// it alone, for a read's units, with no handler run and no
+		// transaction to call off.
+		if stored, ok := read.wait(ctx); ok {
+			return s.storedAnswer(id, stored)
+		}
+		read = nil
+	}
+	return s.run(ctx, msg, id, h, read)
 }
 
 // answerKnown answers a delivery from a claim known without a call (the

@@ -116,7 +116,10 @@ type Options struct {
 	// and a first delivery takes its transaction's time, the read beside
 	// it. The claim's condition still decides; a read that finds nothing
 	// costs only its request. A duplicate whose transaction was sent pays
-	// a read's units and a cancelled transaction's. The client must have
+	// a read's units and a cancelled transaction's; a redelivery the
+	// sender counts (Message.Attempt 2 or more) waits for its read instead,
+	// since nearly all of those are duplicates: one answered by the read
+	// costs only the read. The client must have
 	// GetItem (GetItemAPI), else no read is made; ProcessLeased needs none
 	// (its lease's UpdateItem is a single write) and ProcessBatch makes
 	// none. Negative: never read. Defaults to 0.3.

@@ -286,3 +286,52 @@ func TestReadFindsItsOwnClaim(t *testing.T) {
 		t.Errorf("balance: want %d, got %d", 13*500, got)
 	}
 }
+
+// TestCountedRedeliveriesWaitForTheRead: a redelivery the sender counts
+// (Message.Attempt 2 or more), in a storm of them, waits for its read: a
+// duplicate is answered by the read alone, no transaction started, however
+// quick the handler; a first attempt goes straight to its transaction.
+func TestCountedRedeliveriesWaitForTheRead(t *testing.T) {
+	e := newEnv(t)
+	slow := &slowTransactions{}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), e.calls.Option, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: slow} }),
+		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	deliver := func(id string, attempt int) (idem.Outcome, int, int) {
+		t.Helper()
+		e.calls.Reset()
+		res, err := store.Process(ctx, idem.Message{ID: id, Source: "queue", Payload: []byte("p"), Attempt: attempt}, e.creditHandler(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Outcome, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems")
+	}
+	for i := range 12 { // a redelivery storm: each message received 3 times
+		for attempt := 1; attempt <= 3; attempt++ {
+			deliver(fmt.Sprint("m-", i), attempt)
+		}
+	}
+	slow.hold = 2 * time.Second // a transaction started would show in its time and its count
+	for _, tc := range []struct {
+		name      string
+		id        string
+		attempt   int
+		want      idem.Outcome
+		gets, txs int
+	}{
+		{"a redelivery: the read alone", "m-0", 2, idem.Duplicate, 1, 0},
+		{"a third receive: the read alone", "m-1", 3, idem.Duplicate, 1, 0},
+		{"a redelivery of a message never committed: the read, then the transaction", "late", 2, idem.Processed, 1, 1},
+		{"a first attempt: the transaction alone", "new", 1, idem.Processed, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, gets, txs := deliver(tc.id, tc.attempt)
+			if got != tc.want || gets != tc.gets || txs != tc.txs {
+				t.Errorf("want %v with %d GetItem and %d transactions, got %v with %d and %d", tc.want, tc.gets, tc.txs, got, gets, txs)
+			}
+		})
+	}
+}

@@ -15,8 +15,12 @@ import (
 // TransactWriteItems about 24). The read goes out beside the delivery's
 // transaction, not before it: a first delivery then takes its
 // transaction's time, and a duplicate the read's, its transaction (if
-// sent yet) called off. The claim's condition still decides: a read that
-// finds nothing, or a claim not final, only costs its request.
+// sent yet) called off. A redelivery the sender counts (Message.Attempt 2
+// or more) waits for its read instead: in a storm of them nearly all are
+// duplicates, each answered by the read alone, and a first delivery among
+// them pays the read's time before its transaction. The claim's condition
+// still decides: a read that finds nothing, or a claim not final, only
+// costs its request.
 
 // claimRead is a read of a delivery's claim, sent beside its handler and
 // transaction; done closes once it has an answer, which found says was a
@@ -51,6 +55,17 @@ func (s *Store) startRead(ctx context.Context, msg Message, id Record) *claimRea
 		r.stored, r.found = stored, stored.Outcome != Pending && s.opts.Now().Before(stored.ExpiresAt)
 	}()
 	return r
+}
+
+// wait waits for the read's answer: the final claim it found, if any.
+func (r *claimRead) wait(ctx context.Context) (Record, bool) {
+	defer r.stop()
+	select {
+	case <-r.done:
+		return r.stored, r.found
+	case <-ctx.Done():
+		return Record{}, false
+	}
 }
 
 // foundNow is the claim the read found, if it has answered already.

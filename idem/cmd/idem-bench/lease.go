@@ -242,7 +242,7 @@ func leaseLatencies(ctx context.Context, es []*leaseEnv, rows []leaseRow, n int)
 		}
 		for k, e := range es {
 			calls, _ := e.ext.counts()
-			p := leasePass{calls: float64(e.su.calls.Count("")) / float64(n), ops: map[string]float64{},
+			p := leasePass{calls: float64(messageCalls(e.su.calls)) / float64(n), ops: map[string]float64{},
 				external: float64(calls-before[k]) / float64(n), p50: percentile(took[k], 0.5), p99: percentile(took[k], 0.99)}
 			for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"} {
 				p.ops[op] = float64(e.su.calls.Count(op)) / float64(n)

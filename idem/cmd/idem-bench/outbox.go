@@ -126,7 +126,7 @@ func runOutbox(ctx context.Context, servers []server, latN, relayN, e2eN int, pa
 				return nil, err
 			}
 			lat[j][mode] = append(lat[j][mode], time.Since(start))
-			calls[j][mode] += e.su.calls.Count("")
+			calls[j][mode] += messageCalls(e.su.calls)
 		}
 	}
 	for j := range envs {
