@@ -1,9 +1,11 @@
 package idem_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
@@ -163,8 +166,11 @@ type slowTransactions struct {
 
 func (s *slowTransactions) RoundTrip(req *http.Request) (*http.Response, error) {
 	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+		s.mu.Lock()
+		hold := s.hold
+		s.mu.Unlock()
 		select {
-		case <-time.After(s.hold):
+		case <-time.After(hold):
 		case <-req.Context().Done():
 			s.mu.Lock()
 			s.calledOff++
@@ -179,20 +185,21 @@ func (s *slowTransactions) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 // TestReadBesideTheTransaction: in a storm the read goes out beside the
-// transaction. A duplicate is answered by the read, its transaction called
-// off before it reached DynamoDB; a first delivery's read finds nothing
-// and the transaction answers; a key reuse the read finds is refused as
-// the claim's condition would refuse it. One credit per message.
+// transaction. A duplicate is answered by the read while its transaction
+// is still held back; the transaction is not cut short (that would close
+// its connection) but runs to its end unwaited for and fails its claim's
+// condition. A first delivery's read finds nothing and the transaction
+// answers; a key reuse the read finds is refused as the claim's condition
+// would refuse it. One credit per message.
 func TestReadBesideTheTransaction(t *testing.T) {
 	e := newEnv(t)
-	slow := &slowTransactions{hold: 2 * time.Second}
+	slow := &slowTransactions{}
 	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: slow} }),
 		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	slow.hold = 0
 	for i := range 12 { // a storm, each message three times: the sender's share of duplicates rises
 		for range 3 {
 			if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("m-", i), Source: "storm", Payload: []byte("p")}, e.creditHandler(nil)); err != nil {
@@ -200,30 +207,39 @@ func TestReadBesideTheTransaction(t *testing.T) {
 			}
 		}
 	}
-	slow.hold, slow.calledOff, slow.sent = 2*time.Second, 0, 0
+	counts := func() (int, int) {
+		slow.mu.Lock()
+		defer slow.mu.Unlock()
+		return slow.sent, slow.calledOff
+	}
 	for _, tc := range []struct {
-		name      string
-		id, body  string
-		want      idem.Outcome
-		wantErr   error
-		calledOff int
-		sent      int
+		name     string
+		id, body string
+		want     idem.Outcome
+		wantErr  error
+		sentBy   int // transactions sent when the delivery answered
 	}{
-		{"a duplicate: the read answers", "m-0", "p", idem.Duplicate, nil, 1, 0},
-		{"a key reuse: the read answers", "m-1", "other", "", idem.ErrKeyReuse, 1, 0},
-		{"a first delivery: the transaction answers", "new", "p", idem.Processed, nil, 0, 1},
+		{"a duplicate: the read answers", "m-0", "p", idem.Duplicate, nil, 0},
+		{"a key reuse: the read answers", "m-1", "other", "", idem.ErrKeyReuse, 0},
+		{"a first delivery: the transaction answers", "new", "p", idem.Processed, nil, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			slow.mu.Lock()
-			slow.calledOff, slow.sent = 0, 0
+			slow.hold, slow.sent, slow.calledOff = 500*time.Millisecond, 0, 0
 			slow.mu.Unlock()
 			res, err := store.Process(ctx, idem.Message{ID: tc.id, Source: "storm", Payload: []byte(tc.body)}, e.creditHandler(nil))
-			slow.mu.Lock()
-			calledOff, sent := slow.calledOff, slow.sent
-			slow.mu.Unlock()
-			if res.Outcome != tc.want || !errors.Is(err, tc.wantErr) || calledOff != tc.calledOff || sent != tc.sent {
-				t.Errorf("want %q %v with %d transaction(s) called off and %d sent, got %q %v, %d and %d",
-					tc.want, tc.wantErr, tc.calledOff, tc.sent, res.Outcome, err, calledOff, sent)
+			sent, calledOff := counts()
+			if res.Outcome != tc.want || !errors.Is(err, tc.wantErr) || sent != tc.sentBy || calledOff != 0 {
+				t.Errorf("want %q %v with %d transaction(s) sent and none called off, got %q %v, %d and %d",
+					tc.want, tc.wantErr, tc.sentBy, res.Outcome, err, sent, calledOff)
+			}
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if sent, _ := counts(); sent == 1 {
+					break
+				}
+			}
+			if sent, calledOff := counts(); sent != 1 || calledOff != 0 {
+				t.Errorf("the transaction: want it sent once, to its end, got %d sent and %d called off", sent, calledOff)
 			}
 		})
 	}
@@ -314,7 +330,9 @@ func TestCountedRedeliveriesWaitForTheRead(t *testing.T) {
 			deliver(fmt.Sprint("m-", i), attempt)
 		}
 	}
+	slow.mu.Lock()
 	slow.hold = 2 * time.Second // a transaction started would show in its time and its count
+	slow.mu.Unlock()
 	for _, tc := range []struct {
 		name      string
 		id        string
@@ -334,4 +352,70 @@ func TestCountedRedeliveriesWaitForTheRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClaimForgottenUnderAReadsAnswer: a duplicate answered by its read
+// while its transaction is held back, and its claim deleted by hand
+// before the transaction arrives (idem forget, to have the message
+// processed again): the transaction commits, the effect applied once
+// under the new claim, and, the delivery having answered already, a WARN
+// line says so.
+func TestClaimForgottenUnderAReadsAnswer(t *testing.T) {
+	e := newEnv(t)
+	slow := &slowTransactions{}
+	var logs syncBuffer
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: slow} }),
+		e.processed, func(o *idem.Options) {
+			o.WritesInOneRegion = true
+			o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 12 {
+		for range 3 {
+			if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("m-", i), Source: "storm", Payload: []byte("p")}, e.creditHandler(nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	slow.mu.Lock()
+	slow.hold = time.Second
+	slow.mu.Unlock()
+	res, err := store.Process(ctx, idem.Message{ID: "m-0", Source: "storm", Payload: []byte("p")}, e.creditHandler(nil))
+	if err != nil || res.Outcome != idem.Duplicate {
+		t.Fatalf("want the read's Duplicate, got %s %v", res.Outcome, err)
+	}
+	if _, err := e.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.processed,
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "storm#m-0"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(logs.String(), "committed after all"); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), `"key":"storm#m-0"`) || !strings.Contains(logs.String(), "committed after all") {
+		t.Errorf("want a WARN line naming the key, got %s", logs.String())
+	}
+	if got := e.balance(t, "acc-9"); got != 13*500 {
+		t.Errorf("balance: want %d (12 credits, and the forgotten message's again), got %d", 13*500, got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from other goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -3,8 +3,11 @@ package idem
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // When a sender's deliveries are mostly duplicates (a redelivery storm, a
@@ -15,7 +18,7 @@ import (
 // TransactWriteItems about 24). The read goes out beside the delivery's
 // transaction, not before it: a first delivery then takes its
 // transaction's time, and a duplicate the read's, its transaction (if
-// sent yet) called off. A redelivery the sender counts (Message.Attempt 2
+// sent yet) left to fail its claim's condition unwaited for. A redelivery the sender counts (Message.Attempt 2
 // or more) waits for its read instead: in a storm of them nearly all are
 // duplicates, each answered by the read alone, and a first delivery among
 // them pays the read's time before its transaction. The claim's condition
@@ -27,7 +30,6 @@ import (
 // final, unexpired claim (stored).
 type claimRead struct {
 	done   chan struct{}
-	stop   context.CancelFunc // once the delivery no longer needs the answer
 	stored Record
 	found  bool
 }
@@ -35,13 +37,18 @@ type claimRead struct {
 // startRead sends the read of id's claim when the sender's recent
 // duplicates make it worth its cost; nil when they do not, or the client
 // has no GetItem. A failed read finds nothing: the transaction decides.
+// The read runs to its end even once nobody waits for it (detached, by
+// the invoke's deadline): a call cut short closes its connection, and the
+// next call pays for a new one (a TLS handshake, on AWS).
 func (s *Store) startRead(ctx context.Context, msg Message, id Record) *claimRead {
 	if s.reader == nil || !s.rates.high(msg, s.opts.ReadFirstAbove) {
 		return nil
 	}
-	ctx, stop := context.WithCancel(ctx)
-	r := &claimRead{done: make(chan struct{}), stop: stop}
+	own, _ := seam.Delivery(ctx).(*deliveryTrace) // a read's span counts no send
+	ctx, cancel := detached(ctx, own)
+	r := &claimRead{done: make(chan struct{})}
 	go func() {
+		defer cancel()
 		defer close(r.done)
 		defer func() { _ = recover() }() // a client's panic: nothing found, and the transaction, on the caller's goroutine, meets it
 		cctx, span := s.call(ctx, "GetItem", nil)
@@ -57,9 +64,20 @@ func (s *Store) startRead(ctx context.Context, msg Message, id Record) *claimRea
 	return r
 }
 
+// detached is ctx without its cancellation but with its deadline, for a
+// call that runs to its end after the delivery no longer waits for it;
+// its trace value is t (nil: none), so that its sends are not counted
+// toward a delivery that has settled.
+func detached(ctx context.Context, t *deliveryTrace) (context.Context, context.CancelFunc) {
+	ctx = seam.WithDelivery(context.WithoutCancel(ctx), t)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, dl)
+	}
+	return ctx, func() {}
+}
+
 // wait waits for the read's answer: the final claim it found, if any.
 func (r *claimRead) wait(ctx context.Context) (Record, bool) {
-	defer r.stop()
 	select {
 	case <-r.done:
 		return r.stored, r.found
@@ -78,35 +96,51 @@ func (r *claimRead) foundNow() (Record, bool) {
 	}
 }
 
+// txOutcome is what a transaction sent beside a read came to.
+type txOutcome struct {
+	res   Result
+	err   error
+	panic any
+}
+
 // commitBesideRead commits rec and eff as commitEffect does, and answers
 // from the read of the claim instead when the read first finds a final
 // claim made before this delivery's: a duplicate then takes the read's
-// time, its transaction called off (its claim's condition would fail:
-// nothing commits). A transaction that committed all the same, the claim
-// having been deleted by hand meanwhile, is the answer.
+// time. Its transaction, whose claim's condition fails, runs to its end
+// unwaited for (a call cut short would close its connection); one that
+// commits all the same, the claim having been deleted by hand meanwhile,
+// is the answer when it is known in time, and logged at WARN when not.
 func (s *Store) commitBesideRead(ctx context.Context, id, rec Record, eff Effect, read *claimRead) (Result, error) {
 	if stored, ok := read.foundNow(); ok { // it came back while the handler ran: no transaction at all
 		return s.storedAnswer(id, stored)
 	}
-	type outcome struct {
-		res   Result
-		err   error
-		panic any
+	own, _ := seam.Delivery(ctx).(*deliveryTrace)
+	var sends *deliveryTrace // the transaction's sends, the delivery's once it answers
+	if own != nil {
+		sends = &deliveryTrace{span: own.span, server: own.server}
 	}
-	txCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan outcome, 1)
+	txCtx, cancel := detached(ctx, sends)
+	var answered atomic.Bool // from the read: nobody waits for the transaction
+	done := make(chan txOutcome, 1)
 	go func() {
-		var o outcome
+		defer cancel()
+		var o txOutcome
 		defer func() {
 			if v := recover(); v != nil {
 				o.panic = v
 			}
 			done <- o
+			if answered.Load() && o.err == nil && o.res.Outcome == Processed {
+				s.opts.Logger.Warn("idem: a delivery answered Duplicate from its read of the claim committed after all: the claim was deleted meanwhile (idem forget?); the effect is applied once, under the new claim",
+					"key", rec.Key, "claimedAt", rec.ClaimedAt)
+			}
 		}()
 		o.res, o.err = s.commitEffect(txCtx, rec, eff)
 	}()
-	settle := func(o outcome) (Result, error) {
+	settle := func(o txOutcome) (Result, error) {
+		if own != nil {
+			own.sends += sends.sends
+		}
 		if o.panic != nil {
 			panic(o.panic) // a client's, as on the caller's goroutine without a read
 		}
@@ -123,9 +157,13 @@ func (s *Store) commitBesideRead(ctx context.Context, id, rec Record, eff Effect
 	if !read.found || !read.stored.ClaimedAt.Before(rec.ClaimedAt) {
 		return settle(<-done)
 	}
-	cancel()
-	if o := <-done; o.panic != nil || o.err == nil && o.res.Outcome == Processed {
-		return settle(o)
+	answered.Store(true)
+	select {
+	case o := <-done: // it came back meanwhile: its answer, should it have committed
+		if o.panic != nil || o.err == nil && o.res.Outcome == Processed {
+			return settle(o)
+		}
+	default:
 	}
 	return s.storedAnswer(id, read.stored)
 }

@@ -29,7 +29,6 @@ func (s *Store) run(ctx context.Context, msg Message, id Record, h Handler, read
 		return Result{}, err
 	}
 	if read != nil {
-		defer read.stop()
 		return s.commitBesideRead(ctx, id, rec, eff, read)
 	}
 	return s.commitEffect(ctx, rec, eff)

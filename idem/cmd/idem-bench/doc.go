@@ -63,7 +63,8 @@
 //     servers. For each: first-delivery and duplicate p50 and p99, their
 //     mean, calls per delivery by operation and double effects; what
 //     became of this kit's transactions beside a read (not started,
-//     called off before it was sent, called off in flight, answered:
+//     called off before it was sent, left to run unwaited for, called off
+//     in flight, answered:
 //     counted where the SDK starts a call and where it hands it to HTTP);
 //     and what a message costs per stream in request units and dollars,
 //     by DynamoDB's documentation. The targets are judged on the model's

@@ -1,15 +1,18 @@
 package main
 
-// What became of a transaction this kit calls off. Since the read of a
-// claim goes out beside the transaction (idem/readfirst.go), a duplicate
-// whose read answers first calls its transaction off: before it was
-// started (the read came back while the handler ran), after the SDK
-// started it but before it was handed to HTTP (nothing reaches DynamoDB),
-// or in flight (it has reached DynamoDB, which runs it all the same and,
-// its claim's condition failing, cancels it). idemtest.CallCounter counts
-// a call when the SDK starts it; sendCounter counts what reached HTTP.
+// What became of a duplicate's transaction when its read of the claim
+// answered it. Since the read goes out beside the transaction
+// (idem/readfirst.go), a duplicate whose read answers first never starts
+// its transaction (the read came back while the handler ran), or leaves
+// it to run to its end unwaited for (DynamoDB runs it, and its claim's
+// condition cancels it; the kit does not cut it short, which would close
+// its connection). idemtest.CallCounter counts a call when the SDK starts
+// it; sendCounter counts what reached HTTP, and a sendMark on a
+// delivery's context what of its own was still unanswered when the
+// delivery answered.
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"net/http/httptrace"
@@ -31,10 +34,56 @@ type sendCounter struct {
 	conns     int
 }
 
-// sends is a sendCounter's counts at one time.
+// sends is a sendCounter's counts at one time, and, for one delivery, its
+// requests still unanswered when it answered (unwaited).
 type sends struct {
 	sent, calledOff map[string]int
 	conns           int
+	unwaited        map[string]int
+}
+
+// sendMark counts one delivery's requests, sent and answered, by
+// operation: a request the SDK sends carries the delivery's context, and
+// the context's values, whatever the kit detaches from it.
+type sendMark struct {
+	mu             sync.Mutex
+	sent, answered map[string]int
+}
+
+type sendMarkKey struct{}
+
+// withSendMark is ctx carrying m.
+func withSendMark(ctx context.Context, m *sendMark) context.Context {
+	return context.WithValue(ctx, sendMarkKey{}, m)
+}
+
+func (m *sendMark) count(op string, answered bool) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sent == nil {
+		m.sent, m.answered = map[string]int{}, map[string]int{}
+	}
+	if answered {
+		m.answered[op]++
+	} else {
+		m.sent[op]++
+	}
+}
+
+// unwaited is the delivery's requests sent and not answered yet.
+func (m *sendMark) unwaited() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int{}
+	for op, n := range m.sent {
+		if d := n - m.answered[op]; d > 0 {
+			out[op] = d
+		}
+	}
+	return out
 }
 
 // Option installs the counter on a client, around its HTTP client.
@@ -45,7 +94,7 @@ func (c *sendCounter) Option(o *dynamodb.Options) {
 func (c *sendCounter) snapshot() sends {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return sends{maps.Clone(c.sent), maps.Clone(c.calledOff), c.conns}
+	return sends{sent: maps.Clone(c.sent), calledOff: maps.Clone(c.calledOff), conns: c.conns}
 }
 
 // since is what was counted after before.
@@ -60,7 +109,7 @@ func (c *sendCounter) since(before sends) sends {
 		}
 		return out
 	}
-	return sends{diff(now.sent, before.sent), diff(now.calledOff, before.calledOff), now.conns - before.conns}
+	return sends{sent: diff(now.sent, before.sent), calledOff: diff(now.calledOff, before.calledOff), conns: now.conns - before.conns}
 }
 
 func (c *sendCounter) add(m *map[string]int, op string) {
@@ -85,6 +134,9 @@ func (h *countingHTTP) Do(req *http.Request) (*http.Response, error) {
 	}
 	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), dynamoTarget)
 	h.c.add(&h.c.sent, op)
+	mark, _ := ctx.Value(sendMarkKey{}).(*sendMark)
+	mark.count(op, false)
+	defer mark.count(op, true)
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		if !info.Reused {
 			h.c.mu.Lock()
@@ -108,6 +160,7 @@ const (
 	txNotSent                  // started, called off before it reached HTTP
 	txCalledOff                // sent, called off in flight: DynamoDB ran it
 	txAnswered                 // sent and answered (cancelled by its claim's condition, or the read found nothing final)
+	txUnwaited                 // sent, left to run: the read answered first; DynamoDB ran it, its condition cancelling it
 	txFates
 )
 
@@ -124,6 +177,8 @@ func fateOf(ops map[string]int, s sends) (f txFate, ok bool) {
 		return txNotSent, true
 	case s.calledOff["TransactWriteItems"] > 0:
 		return txCalledOff, true
+	case s.unwaited["TransactWriteItems"] > 0:
+		return txUnwaited, true
 	}
 	return txAnswered, true
 }

@@ -169,13 +169,16 @@ func runStreams(ctx context.Context, servers []server, streams []stream, lines [
 				for j := range servers {
 					su := envs[k][j].su
 					before, sentBefore, dupsBefore := countOps(su.calls), su.sends.snapshot(), su.outcomes.Count(idem.Duplicate)
+					mark := &sendMark{}
 					start := time.Now()
-					if err := deliver[k][j](ctx, m, d); err != nil {
+					if err := deliver[k][j](withSendMark(ctx, mark), m, d); err != nil {
 						return nil, fmt.Errorf("%s, %s, on %s: %s: %w", st.name, lines[k].name, servers[j].name, m.id, err)
 					}
 					took := time.Since(start)
 					if d.timed {
-						out[s][k][j].add(d, took, opsSince(su.calls, before), su.sends.since(sentBefore))
+						sn := su.sends.since(sentBefore)
+						sn.unwaited = mark.unwaited()
+						out[s][k][j].add(d, took, opsSince(su.calls, before), sn)
 						if !d.dup && su.outcomes.Count(idem.Duplicate) > dupsBefore {
 							out[s][k][j].firstAsDup++
 						}

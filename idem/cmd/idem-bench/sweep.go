@@ -166,7 +166,7 @@ func expectedMs(m *model, st streamStats) float64 {
 	sum := float64(st.opsFirst["TransactWriteItems"])*tx.mean() +
 		float64(len(st.dup)-read)*cancelled.mean() +
 		float64(st.fates[txNotStarted]+st.fates[txNotSent])*get.mean() +
-		float64(st.fates[txCalledOff]+st.fates[txAnswered])*meanMin(get, cancelled)
+		float64(st.fates[txUnwaited]+st.fates[txCalledOff]+st.fates[txAnswered])*meanMin(get, cancelled)
 	return sum / float64(max(len(st.first)+len(st.dup), 1))
 }
 
