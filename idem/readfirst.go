@@ -208,7 +208,24 @@ func (r *rates) high(msg Message, limit float64) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.m[rateKeyOf(msg)] > limit
+	k := rateKeyOf(msg)
+	share, ok := r.m[k]
+	if !ok {
+		share = k.prior()
+	}
+	return share > limit
+}
+
+// prior is a class's share before any of its deliveries settled: a
+// redelivery the sender counts is taken for a duplicate until its
+// sender's show otherwise (in a storm most are, and a cold environment's
+// first ones then read instead of paying a cancelled transaction each);
+// other deliveries for first ones.
+func (k rateKey) prior() float64 {
+	if k.class == 2 {
+		return 1
+	}
+	return 0
 }
 
 // count adds a settled delivery to its class's average, unless no call
@@ -229,5 +246,9 @@ func (r *rates) count(msg Message, res Result, err error) {
 		r.m = map[rateKey]float64{}
 	}
 	k := rateKeyOf(msg)
-	r.m[k] += rateWeight * (x - r.m[k])
+	share, ok := r.m[k]
+	if !ok {
+		share = k.prior()
+	}
+	r.m[k] = share + rateWeight*(x-share)
 }
