@@ -154,17 +154,13 @@ func flatten(ev events.KafkaEvent) ([]record, [][]int) {
 func (c *consumer) handle(ctx context.Context, ev events.KafkaEvent) (Response, error) {
 	recs, lanes := flatten(ev)
 	errs := c.lanes.Run(ctx, recs, lanes)
-	resp := Response{BatchItemFailures: []BatchItemFailure{}}
-	for i, err := range errs {
-		if err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, BatchItemFailure{ItemIdentifier{Partition: recs[i].tp, Offset: recs[i].rec.Offset}})
-		}
-	}
-	return resp, nil
+	return Response{BatchItemFailures: adapt.Failed(errs, func(i int) BatchItemFailure {
+		return BatchItemFailure{ItemIdentifier{Partition: recs[i].tp, Offset: recs[i].rec.Offset}}
+	})}, nil
 }
 
-// stopped says why a record waits: after, an earlier record of its partition,
-// failed; Lambda retries the partition from after.
+// stopped says why a record waits: after, an earlier record of its
+// partition, failed; Lambda retries the partition from after.
 func stopped(_, after record) error {
 	return fmt.Errorf("%w (after offset %d)", errPartitionStopped, after.rec.Offset)
 }

@@ -52,12 +52,3 @@ func TestLeaseFailsTheRecordInFlight(t *testing.T) {
 		t.Errorf("want an InFlight log line, got %s", e.logs.String())
 	}
 }
-
-func TestLeaseRefusedWithBatchTransactions(t *testing.T) {
-	e := newEnv(t)
-	_, err := kafkaconsumer.New(e.store, func(context.Context, events.KafkaRecord) (idem.Effect, error) { return idem.Effect{}, nil },
-		func(o *kafkaconsumer.Options) { o.Lease, o.BatchTransactions = &idem.LeaseOptions{}, true })
-	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
-		t.Errorf("want Lease with BatchTransactions refused, got %v", err)
-	}
-}

@@ -117,13 +117,9 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.C
 // back, including the ones whose effects just committed.
 func (c *consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	errs := c.lanes.Run(ctx, ev.Records, lanes(ev.Records))
-	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	for i, err := range errs {
-		if err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
-		}
-	}
-	return resp, nil
+	return events.SQSEventResponse{BatchItemFailures: adapt.Failed(errs, func(i int) events.SQSBatchItemFailure {
+		return events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId}
+	})}, nil
 }
 
 // lanes splits a batch into sequences of record indexes run one after

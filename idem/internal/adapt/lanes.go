@@ -231,3 +231,16 @@ func (l *LaneRunner[R]) skip(ctx context.Context, rec R, why error) error {
 	l.proc.Fail(ctx, msg, err)
 	return err
 }
+
+// Failed is the batch response's list of the records to retry: item(i)
+// for each record i whose err is not nil, in batch order, and an empty
+// list, never null, when none failed.
+func Failed[F any](errs []error, item func(i int) F) []F {
+	out := []F{}
+	for i, err := range errs {
+		if err != nil {
+			out = append(out, item(i))
+		}
+	}
+	return out
+}

@@ -2,6 +2,9 @@ package adapt_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -77,7 +80,7 @@ func TestConcurrency(t *testing.T) {
 							want = append(want, r.id)
 						}
 					}
-					if got := e.runs.ran(want...); len(want) > 0 && !slices.Equal(got, want) {
+					if got := e.ran(want...); len(want) > 0 && !slices.Equal(got, want) {
 						t.Errorf("lane %d ran %q, want %q", l, got, want)
 					}
 				}
@@ -100,14 +103,14 @@ func TestLaneStopsAtItsFirstFailure(t *testing.T) {
 				d := e.build(t, w, o, e.credit)
 				checkFailed(t, d(context.Background(), recs), "fail-a2", "a3", "panic-c1", "c2")
 				for _, lane := range [][]string{{"a1", "fail-a2"}, {"b1", "b2", "b3"}, {"panic-c1"}} {
-					if got := e.runs.ran("a1", "fail-a2", "a3", "b1", "b2", "b3", "panic-c1", "c2"); !slices.Equal(filter(got, lane), lane) {
+					if got := e.ran("a1", "fail-a2", "a3", "b1", "b2", "b3", "panic-c1", "c2"); !slices.Equal(filter(got, lane), lane) {
 						t.Errorf("ran %q, want %q of lane %q", got, lane, lane[0])
 					}
 				}
-				if got := e.runs.ran("a3", "c2"); len(got) > 0 {
+				if got := e.ran("a3", "c2"); len(got) > 0 {
 					t.Errorf("%q ran after an earlier record of their lane failed", got)
 				}
-				checkOutcomes(t, e.seen.outcomes(), map[idem.Outcome]int{idem.Processed: 4, idem.Failed: 4})
+				e.checkOutcomes(t, map[idem.Outcome]int{idem.Processed: 4, idem.Failed: 4})
 				e.checkCredited(t, "a1", "b1", "b2", "b3")
 				// The records not started, delivered again, commit.
 				again := []testRecord{{"a3", 0}, {"c2", 2}}
@@ -157,11 +160,11 @@ func TestDeadlineMargin(t *testing.T) {
 						return
 					}
 					checkFailed(t, got, "d1", "d2", "d3")
-					if ran := e.runs.ran("d1", "d2", "d3"); len(ran) > 0 {
+					if ran := e.ran("d1", "d2", "d3"); len(ran) > 0 {
 						t.Errorf("%q ran within the deadline margin", ran)
 					}
 					e.checkCredited(t)
-					checkOutcomes(t, e.seen.outcomes(), map[idem.Outcome]int{idem.Failed: 3})
+					e.checkOutcomes(t, map[idem.Outcome]int{idem.Failed: 3})
 					if !strings.Contains(e.logs.String(), idem.ErrDeadline.Error()) {
 						t.Errorf("skipped records are not logged with %q:\n%s", idem.ErrDeadline, e.logs.String())
 					}
@@ -272,7 +275,7 @@ func TestNewRefusesBadWiring(t *testing.T) {
 		error string // after "<package>: New: "; "" when New accepts
 	}{
 		{"nil store", nil, e.credit, adapt.LaneOptions{}, "nil Store"},
-		{"nil handler", e.store, nil, adapt.LaneOptions{}, "nil Handler"},
+		{"nil handler (JSONHandler(nil))", e.store, nil, adapt.LaneOptions{}, "nil Handler"},
 		{"Source over 1,024 bytes", e.store, e.credit, adapt.LaneOptions{Source: strings.Repeat("s", 1025)}, "Options.Source: Source is 1025 bytes"},
 		{"Source all spaces", e.store, e.credit, adapt.LaneOptions{Source: "   "}, "Options.Source: Source is all spaces"},
 		{"Source with a control character", e.store, e.credit, adapt.LaneOptions{Source: "credits\n"}, "Options.Source"},
@@ -302,5 +305,27 @@ func TestNewRefusesBadWiring(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFailed: the response lists the failed records in batch order, and
+// an empty list, never null, when none failed.
+func TestFailed(t *testing.T) {
+	failed := errors.New("failed")
+	for _, tc := range []struct {
+		name string
+		errs []error
+		want string
+	}{
+		{"none", []error{nil, nil}, "[]"},
+		{"no records", nil, "[]"},
+		{"some", []error{nil, failed, nil, failed}, `["r1","r3"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := json.Marshal(adapt.Failed(tc.errs, func(i int) string { return fmt.Sprint("r", i) }))
+			if string(got) != tc.want {
+				t.Errorf("want %s, got %s", tc.want, got)
+			}
+		})
 	}
 }

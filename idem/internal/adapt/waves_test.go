@@ -51,11 +51,11 @@ func TestWaves(t *testing.T) {
 					for _, i := range lane {
 						want = append(want, tc.recs[i].id)
 					}
-					if got := e.runs.ran(want...); !slices.Equal(got, want) {
+					if got := e.ran(want...); !slices.Equal(got, want) {
 						t.Errorf("lane ran %q, want %q", got, want)
 					}
 				}
-				checkOutcomes(t, e.seen.outcomes(), map[idem.Outcome]int{idem.Processed: len(tc.recs)})
+				e.checkOutcomes(t, map[idem.Outcome]int{idem.Processed: len(tc.recs)})
 			})
 		}
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -53,7 +55,8 @@ type deliver func(ctx context.Context, recs []testRecord) []string
 // A way into the lane runner: the runner itself, on testRecords, or a
 // batch adapter built on it, on its own events, so that each test of the
 // runner checks too that each adapter hands it its Options. build returns
-// what New returns, a nil h being a nil Handler.
+// what New returns; for a nil h the adapters get JSONHandler(nil), which
+// must be a nil Handler, which New must refuse.
 type way struct {
 	name  string
 	build func(store *idem.Store, o adapt.LaneOptions, h recordHandler) (deliver, error)
@@ -88,7 +91,7 @@ var ways = []way{
 		}, nil
 	}},
 	{"sqsconsumer", func(store *idem.Store, o adapt.LaneOptions, h recordHandler) (deliver, error) {
-		var sh sqsconsumer.Handler
+		sh := sqsconsumer.JSONHandler[struct{}](nil) // nil
 		if h != nil {
 			sh = func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) { return h(ctx, rec.MessageId) }
 		}
@@ -99,11 +102,18 @@ var ways = []way{
 			return nil, err
 		}
 		return func(ctx context.Context, recs []testRecord) []string {
+			// A batch of lanes of one record comes from a standard queue,
+			// whose records are a lane each; others from a FIFO queue.
+			standard := len(lanes(recs)) == len(recs)
 			var ev events.SQSEvent
 			for _, r := range recs {
-				ev.Records = append(ev.Records, events.SQSMessage{MessageId: r.id, Body: r.id, EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:lanes.fifo",
-					Attributes:        map[string]string{"MessageGroupId": strconv.Itoa(r.lane), "MessageDeduplicationId": r.id},
-					MessageAttributes: map[string]events.SQSMessageAttribute{sqsconsumer.KeyAttribute: {DataType: "String", StringValue: &r.id}}})
+				rec := events.SQSMessage{MessageId: r.id, Body: r.id, EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:lanes",
+					MessageAttributes: map[string]events.SQSMessageAttribute{sqsconsumer.KeyAttribute: {DataType: "String", StringValue: &r.id}}}
+				if !standard {
+					rec.EventSourceARN += ".fifo"
+					rec.Attributes = map[string]string{"MessageGroupId": strconv.Itoa(r.lane), "MessageDeduplicationId": r.id}
+				}
+				ev.Records = append(ev.Records, rec)
 			}
 			resp, _ := fn(ctx, ev)
 			var failed []string
@@ -114,7 +124,7 @@ var ways = []way{
 		}, nil
 	}},
 	{"kafkaconsumer", func(store *idem.Store, o adapt.LaneOptions, h recordHandler) (deliver, error) {
-		var kh kafkaconsumer.Handler
+		kh := kafkaconsumer.JSONHandler[struct{}](nil) // nil
 		if h != nil {
 			kh = func(ctx context.Context, rec events.KafkaRecord) (idem.Effect, error) {
 				id, _ := kafkaconsumer.HeaderKey(rec)
@@ -175,14 +185,14 @@ func sorted(ids []string) []string {
 	return ids
 }
 
-// env is one test's tables (idemtest.Env), a Store over them, and what the
-// Store logged and observed and the handler ran.
+// env is one test's tables (idemtest.Env), a Store over them whose
+// outcomes Env.Outcomes counts, what it logged, and what the handler ran.
 type env struct {
 	*idemtest.Env
 	store *idem.Store
 	logs  bytes.Buffer // written under slog's lock
-	seen  seen
-	runs  runLog
+	runs  sync.Map     // the records that reached the handler: id → its turn
+	turns atomic.Int64
 }
 
 // newEnv is a test's env; optFns apply after its own Observers and Logger.
@@ -190,7 +200,6 @@ func newEnv(t *testing.T, optFns ...func(*idem.Options)) *env {
 	t.Helper()
 	e := &env{Env: idemtest.NewEnv(t)}
 	e.store = e.Store(t, append([]func(*idem.Options){func(o *idem.Options) {
-		o.Observers = []idem.Observer{&e.seen}
 		o.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil))
 	}}, optFns...)...)
 	return e
@@ -209,7 +218,7 @@ func (e *env) build(t *testing.T, w way, o adapt.LaneOptions, h recordHandler) d
 // credit is the usual handler: it adds 1 cent to "acc-<id>"; an id
 // starting "fail" is refused and one starting "panic" panics.
 func (e *env) credit(_ context.Context, id string) (idem.Effect, error) {
-	e.runs.add(id)
+	e.runs.Store(id, e.turns.Add(1))
 	switch {
 	case strings.HasPrefix(id, "fail"):
 		return idem.Effect{}, errors.New("refused")
@@ -233,39 +242,10 @@ func (e *env) checkCredited(t *testing.T, ids ...string) {
 	}
 }
 
-// seen keeps what the Store observed since the last take.
-type seen struct {
-	mu  sync.Mutex
-	obs []idem.Observation
-}
-
-func (s *seen) Observe(_ context.Context, o idem.Observation) {
-	s.mu.Lock()
-	s.obs = append(s.obs, o)
-	s.mu.Unlock()
-}
-
-// take returns the observations since the last take.
-func (s *seen) take() []idem.Observation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	obs := s.obs
-	s.obs = nil
-	return obs
-}
-
-// outcomes counts the observations since the last take, by outcome.
-func (s *seen) outcomes() map[idem.Outcome]int {
-	n := map[idem.Outcome]int{}
-	for _, o := range s.take() {
-		n[o.Outcome]++
-	}
-	return n
-}
-
-func checkOutcomes(t *testing.T, got, want map[idem.Outcome]int) {
+// checkOutcomes: the env's Store counted want, since it was built.
+func (e *env) checkOutcomes(t *testing.T, want map[idem.Outcome]int) {
 	t.Helper()
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := e.Outcomes.All(); !maps.Equal(got, want) {
 		t.Errorf("outcomes: want %v, got %v", want, got)
 	}
 }
@@ -277,27 +257,18 @@ func checkFailed(t *testing.T, got []string, want ...string) {
 	}
 }
 
-// runLog records which records reached the handler, in order.
-type runLog struct {
-	mu  sync.Mutex
-	ids []string
-}
-
-func (r *runLog) add(id string) {
-	r.mu.Lock()
-	r.ids = append(r.ids, id)
-	r.mu.Unlock()
-}
-
-// ran is the ids that reached the handler, of those given, in order.
-func (r *runLog) ran(ids ...string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	got := []string{}
-	for _, id := range r.ids {
-		if slices.Contains(ids, id) {
+// ran is those of ids that reached the handler, in the order they did.
+func (e *env) ran(ids ...string) []string {
+	var got []string
+	for _, id := range ids {
+		if _, ok := e.runs.Load(id); ok {
 			got = append(got, id)
 		}
 	}
+	slices.SortFunc(got, func(a, b string) int {
+		x, _ := e.runs.Load(a)
+		y, _ := e.runs.Load(b)
+		return cmp.Compare(x.(int64), y.(int64))
+	})
 	return got
 }
