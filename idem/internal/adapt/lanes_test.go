@@ -260,6 +260,50 @@ func (p *panicOnce) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// TestLeaseInFlightElsewhere: under a lease, a record whose lease another
+// environment (another Store, another process) holds is reported failed
+// without running its handler, with the rest of its lane; once the first
+// delivery is done, the retry is a Duplicate and the lane goes on.
+func TestLeaseInFlightElsewhere(t *testing.T) {
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			e := newEnv(t)
+			entered, release := make(chan string, 1), make(chan struct{})
+			var held atomic.Bool
+			h := func(ctx context.Context, id string) (idem.Effect, error) {
+				if id == "first" {
+					if !held.CompareAndSwap(false, true) {
+						t.Error("first's handler ran while another delivery held its lease")
+						return idem.Effect{}, errors.New("ran twice")
+					}
+					l, _ := idem.LeaseFromContext(ctx)
+					entered <- l.Key
+					<-release
+				}
+				return e.credit(ctx, id)
+			}
+			o := adapt.LaneOptions{Lease: &idem.LeaseOptions{}}
+			here := e.build(t, w, o, h)
+			there, err := w.build(e.Store(t, func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil)) }), o, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := []testRecord{{"first", 0}, {"second", 0}}
+			done := make(chan []string)
+			go func() { done <- here(context.Background(), recs) }()
+			if key := <-entered; !strings.HasSuffix(key, "#first") {
+				t.Errorf("the lease's key: want the claim key of first, got %q", key)
+			}
+			checkFailed(t, there(context.Background(), recs), "first", "second")
+			close(release)
+			checkFailed(t, <-done)
+			checkFailed(t, there(context.Background(), recs))
+			e.checkCredited(t, "first", "second")
+			e.checkOutcomes(t, map[idem.Outcome]int{idem.Processed: 2, idem.InFlight: 1, idem.Failed: 1, idem.Duplicate: 2})
+		})
+	}
+}
+
 // TestNewRefusesBadWiring: New says what is wrong with its options,
 // naming the adapter, instead of panicking, before any record is lost to
 // it.
