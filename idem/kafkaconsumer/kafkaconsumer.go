@@ -8,15 +8,12 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
-	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // Handler reads one record and describes its effect, as an idem.Handler
@@ -75,10 +72,10 @@ type Options struct {
 	Lease *idem.LeaseOptions
 }
 
+// consumer is the batch handler New returns.
 type consumer struct {
-	proc *adapt.Processor
-	h    Handler
-	opts Options
+	lanes *adapt.LaneRunner[record]
+	opts  Options
 }
 
 // New returns a handler for lambda.Start that processes a Kafka batch (an
@@ -96,23 +93,25 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.C
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Lease != nil && o.BatchTransactions {
-		return nil, errors.New("kafkaconsumer: New: Options.Lease and BatchTransactions exclude each other: a lease claims each record before its handler runs, alone")
-	}
-	proc, err := adapt.New(store, "Options", o.Source, o.Lease)
-	if err != nil {
-		return nil, fmt.Errorf("kafkaconsumer: New: %w", err)
-	}
 	if o.Key == nil {
 		o.Key = DefaultKey
 	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 10
+	c := &consumer{opts: o}
+	lanes, err := adapt.NewLaneRunner(store, "kafkaconsumer", adapt.LaneOptions{
+		Source: o.Source, Lease: o.Lease, Concurrency: o.Concurrency, BatchTransactions: o.BatchTransactions, DeadlineMargin: o.DeadlineMargin,
+	}, adapt.Records[record]{
+		Handle:   func(ctx context.Context, r record) (idem.Effect, error) { return h(ctx, r.rec) },
+		Message:  c.message,
+		Key:      c.key,
+		NoSource: errors.New("the record names no topic and Options.Source is unset"),
+		Name:     record.String,
+		Stopped:  stopped,
+		Span:     span,
+	})
+	if err != nil {
+		return nil, err
 	}
-	if o.DeadlineMargin == 0 {
-		o.DeadlineMargin = 2 * time.Second
-	}
-	c := &consumer{proc: proc, h: h, opts: o}
+	c.lanes = lanes
 	return c.handle, nil
 }
 
@@ -154,141 +153,16 @@ func flatten(ev events.KafkaEvent) ([]record, [][]int) {
 // record, including the ones whose effects just committed.
 func (c *consumer) handle(ctx context.Context, ev events.KafkaEvent) (Response, error) {
 	recs, lanes := flatten(ev)
-	errs := make([]error, len(recs))
-	work := ctx
-	if d, ok := ctx.Deadline(); ok && c.opts.DeadlineMargin > 0 {
-		var cancel context.CancelFunc
-		work, cancel = context.WithDeadline(ctx, d.Add(-c.opts.DeadlineMargin/2))
-		defer cancel()
-	}
-	if c.opts.BatchTransactions {
-		// runWaves runs on this goroutine, where the runtime would turn a
-		// panic into a function error and Lambda would retry the whole
-		// batch: fail every record not failed yet instead (one whose wave
-		// committed comes back a Duplicate).
-		if err := guard("processing the batch", func() error { c.runWaves(ctx, work, recs, lanes, errs); return nil }); err != nil { // batch.go
-			for i := range errs {
-				if errs[i] == nil {
-					errs[i] = err
-				}
-			}
-		}
-	} else {
-		c.runLanes(ctx, work, recs, lanes, errs)
-	}
-	resp := Response{BatchItemFailures: []BatchItemFailure{}}
-	for i, err := range errs {
-		if err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, BatchItemFailure{ItemIdentifier{Partition: recs[i].tp, Offset: recs[i].rec.Offset}})
-		}
-	}
-	return resp, nil
+	errs := c.lanes.Run(ctx, recs, lanes)
+	return Response{BatchItemFailures: adapt.Failed(errs, func(i int) BatchItemFailure {
+		return BatchItemFailure{ItemIdentifier{Partition: recs[i].tp, Offset: recs[i].rec.Offset}}
+	})}, nil
 }
 
-// runLanes runs the partitions on up to Options.Concurrency workers.
-func (c *consumer) runLanes(ctx, work context.Context, recs []record, lanes [][]int, errs []error) {
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	worker := func() {
-		for i := int(next.Add(1) - 1); i < len(lanes); i = int(next.Add(1) - 1) {
-			c.runLane(ctx, work, recs, lanes[i], errs)
-		}
-	}
-	// The calling goroutine is one of the workers: a batch of one
-	// partition starts no goroutine.
-	for range min(c.opts.Concurrency, len(lanes)) - 1 {
-		wg.Go(worker)
-	}
-	worker()
-	wg.Wait()
-}
-
-// runLane processes a partition's records in order; after the first
-// failure the rest are reported failed unprocessed, which keeps the
-// partition's order: Lambda retries from the first.
-func (c *consumer) runLane(ctx, work context.Context, recs []record, lane []int, errs []error) {
-	failed := -1
-	for _, i := range lane {
-		r := recs[i]
-		errs[i] = guard("processing the record", func() error {
-			switch {
-			case failed >= 0:
-				return c.skip(ctx, r, fmt.Errorf("%w (after offset %d)", errPartitionStopped, recs[failed].rec.Offset))
-			case !c.mayStart(ctx):
-				return c.skip(ctx, r, idem.ErrDeadline)
-			}
-			return c.processRecord(work, r)
-		})
-		if errs[i] != nil && failed < 0 {
-			failed = i
-		}
-	}
-}
-
-// guard turns a panic in fn into a *idem.PanicError naming what. The
-// callbacks the Store calls have their own recovery; guard catches what has
-// none, such as the Store's Logger or Metrics writer: a panic would end the
-// process (on a worker goroutine) or the invoke (on the caller's), and
-// either way no batch response would say which records committed. It
-// reports nothing: the panic may have come from the reporting.
-func guard(what string, fn func() error) error {
-	return adapt.Recover("", what, fn)
-}
-
-func (c *consumer) mayStart(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	d, ok := ctx.Deadline()
-	return !ok || c.opts.DeadlineMargin < 0 || time.Until(d) > c.opts.DeadlineMargin
-}
-
-// processRecord runs one record through the Store, which logs and counts
-// it.
-func (c *consumer) processRecord(ctx context.Context, r record) error {
-	msg, err := c.keyed(ctx, r)
-	if err != nil {
-		return err
-	}
-	if c.proc.Tracing(ctx) {
-		ctx = seam.WithSpan(ctx, span(r))
-	}
-	_, err = c.proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
-		return c.h(ctx, r.rec)
-	})
-	return err
-}
-
-// keyed is the record's message, or the reported failure to read its key
-// or its value.
-func (c *consumer) keyed(ctx context.Context, r record) (idem.Message, error) {
-	msg, err := c.message(r)
-	if err == nil {
-		msg.ID, err = c.key(r)
-	}
-	if err == nil && msg.Source == "" {
-		// Its key would fall in the shared "default" scope, where another
-		// sender's ids are.
-		err = errors.New("the record names no topic and Options.Source is unset")
-	}
-	if err != nil {
-		err = fmt.Errorf("record %s: %w", r, err)
-		c.proc.Fail(ctx, msg, err)
-		return idem.Message{}, err
-	}
-	return msg, nil
-}
-
-// skip reports a record that was not processed; the Store logs and counts
-// it like any other failure.
-func (c *consumer) skip(ctx context.Context, r record, why error) error {
-	msg, _ := c.message(r)
-	msg.ID, _ = c.key(r)
-	err := fmt.Errorf("record %s: %w", r, why)
-	c.proc.Fail(ctx, msg, err)
-	return err
+// stopped says why a record waits: after, an earlier record of its
+// partition, failed; Lambda retries the partition from after.
+func stopped(_, after record) error {
+	return fmt.Errorf("%w (after offset %d)", errPartitionStopped, after.rec.Offset)
 }
 
 // message is the record as the Store takes it: its value, decoded, is the
@@ -309,19 +183,12 @@ func (c *consumer) message(r record) (idem.Message, error) {
 	return msg, nil
 }
 
-// key runs Options.Key, turning an empty key into ErrNoKey and a panic into
-// a *idem.PanicError, so one bad record cannot crash the batch.
-func (c *consumer) key(r record) (key string, err error) {
-	err = adapt.Recover("", "kafkaconsumer.Options.Key", func() error {
-		var kerr error
-		key, kerr = c.opts.Key(r.rec)
-		return kerr
-	})
+// key runs Options.Key (adapt.ReadKey). A key returned with an error is
+// dropped: KeyFunc promises nothing of it.
+func (c *consumer) key(r record) (string, error) {
+	key, err := adapt.ReadKey("kafkaconsumer.Options.Key", ErrNoKey, func() (string, error) { return c.opts.Key(r.rec) })
 	if err != nil {
 		return "", err
-	}
-	if key == "" {
-		return "", ErrNoKey
 	}
 	return key, nil
 }

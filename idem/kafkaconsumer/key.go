@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
 // KeyHeader is the record header a producer sets to name a record's
@@ -33,16 +35,7 @@ var defaultKey = FirstKey(HeaderKey, OffsetKey)
 
 // FirstKey returns the first non-empty key of fns, in order, stopping at the
 // first error: a key that is present but unusable is not skipped over.
-func FirstKey(fns ...KeyFunc) KeyFunc {
-	return func(rec events.KafkaRecord) (string, error) {
-		for _, fn := range fns {
-			if key, err := fn(rec); key != "" || err != nil {
-				return key, err
-			}
-		}
-		return "", nil
-	}
-}
+func FirstKey(fns ...KeyFunc) KeyFunc { return adapt.FirstKey(fns) }
 
 // HeaderKey reads the record header idempotency-key, whose bytes must be
 // non-empty UTF-8 text. Kafka allows a header name more than once: repeats

@@ -3,9 +3,7 @@ package kafkaconsumer_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -99,57 +97,6 @@ func debit(table, account string, cents int) types.TransactWriteItem {
 		panic(err) // a constant expression: cannot fail
 	}
 	return w
-}
-
-// TestStorePanicFailsRecordsNotTheProcess: a panic in what the Store
-// calls without recovery, here its Logger, after offset 11 committed,
-// neither ends the process nor makes a function error. Per record, it
-// fails offset 11 and the rest of its partition; in batch mode, where it
-// happens once the wave has committed, it fails every record not failed
-// yet. The redelivery finds the committed ones: each credit once.
-func TestStorePanicFailsRecordsNotTheProcess(t *testing.T) {
-	for _, mode := range []struct {
-		name   string
-		opt    func(*kafkaconsumer.Options)
-		failed []string
-	}{
-		{"one transaction per record", func(*kafkaconsumer.Options) {}, []string{"credits-0@11", "credits-0@12"}},
-		{"BatchTransactions", batchMode, []string{"credits-0@10", "credits-0@11", "credits-0@12", "credits-1@40"}},
-	} {
-		t.Run(mode.name, func(t *testing.T) {
-			e := newEnv(t, func(o *idem.Options) { o.Logger = slog.New(&panicOnce{offset: 11}) })
-			batch := idemtest.KafkaEvent(
-				rec(0, 10, `{"account":"acc-1","cents":5}`, ""),
-				rec(0, 11, `{"account":"acc-2","cents":6}`, ""),
-				rec(0, 12, `{"account":"acc-3","cents":7}`, ""),
-				rec(1, 40, `{"account":"acc-4","cents":8}`, ""),
-			)
-			checkFailed(t, e.run(t, context.Background(), batch, mode.opt), mode.failed...)
-			checkFailed(t, e.run(t, context.Background(), batch, mode.opt))
-			e.checkBalances(t, map[string]int{"acc-1": 5, "acc-2": 6, "acc-3": 7, "acc-4": 8})
-		})
-	}
-}
-
-// panicOnce is a slog handler that panics on the first record naming
-// offset, and drops every record.
-type panicOnce struct {
-	offset int64
-	done   atomic.Bool
-}
-
-func (p *panicOnce) Enabled(context.Context, slog.Level) bool { return true }
-func (p *panicOnce) WithAttrs([]slog.Attr) slog.Handler       { return p }
-func (p *panicOnce) WithGroup(string) slog.Handler            { return p }
-
-func (p *panicOnce) Handle(_ context.Context, r slog.Record) error {
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "offset" && a.Value.Int64() == p.offset && p.done.CompareAndSwap(false, true) {
-			panic("the log is full")
-		}
-		return true
-	})
-	return nil
 }
 
 // logLine is the first JSON log record naming offset.

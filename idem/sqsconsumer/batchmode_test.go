@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -169,15 +168,4 @@ func TestBatchTransactionsRecordedRejection(t *testing.T) {
 		checkOutcomes(t, e.outcomes(t), want)
 	}
 	e.checkBalances(t, map[string]int{"acc-1": 5, "acc-9": 0})
-}
-
-// TestBatchTransactionsDeadline: no wave starts within the margin.
-func TestBatchTransactionsDeadline(t *testing.T) {
-	e := newEnv(t)
-	batch := []events.SQSMessage{record("d1", `{"account":"acc-1","cents":1}`), fifo("d2", "g", `{"account":"acc-1","cents":1}`)}
-	checkFailed(t, e.run(t, deadlineIn(time.Second)(t), batch, batchMode), "d1", "d2")
-	if e.runs.ran("d1") || e.runs.ran("d2") {
-		t.Error("a record ran within the deadline margin")
-	}
-	checkOutcomes(t, e.outcomes(t), map[idem.Outcome]int{idem.Failed: 2})
 }

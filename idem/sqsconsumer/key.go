@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
 // KeyAttribute is the message attribute a producer sets to name a message's
@@ -55,16 +57,7 @@ var defaultKey = FirstKey(AttributeKey, DeduplicationKey, MessageIDKey)
 
 // FirstKey returns the first non-empty key of fns, in order, stopping at the
 // first error: a key that is present but unusable is not skipped over.
-func FirstKey(fns ...KeyFunc) KeyFunc {
-	return func(rec events.SQSMessage) (string, error) {
-		for _, fn := range fns {
-			if key, err := fn(rec); key != "" || err != nil {
-				return key, err
-			}
-		}
-		return "", nil
-	}
-}
+func FirstKey(fns ...KeyFunc) KeyFunc { return adapt.FirstKey(fns) }
 
 // AttributeKey reads the message attribute IdempotencyKey, which must be a
 // non-empty String (or a custom String type such as "String.uuid"). It is

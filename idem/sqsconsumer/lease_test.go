@@ -82,15 +82,6 @@ func TestLeaseEndsBeforeTheDeadline(t *testing.T) {
 	}
 }
 
-func TestLeaseRefusedWithBatchTransactions(t *testing.T) {
-	e := newEnv(t)
-	_, err := sqsconsumer.New(e.store, func(context.Context, events.SQSMessage) (idem.Effect, error) { return idem.Effect{}, nil },
-		func(o *sqsconsumer.Options) { o.Lease, o.BatchTransactions = &idem.LeaseOptions{}, true })
-	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
-		t.Errorf("want Lease with BatchTransactions refused, got %v", err)
-	}
-}
-
 // TestLeaseContentionIsInFlight: a record whose lease meets
 // TransactionConflictException through every retry is failed for
 // redelivery and counted InFlight, not Failed: another environment was

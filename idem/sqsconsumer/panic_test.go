@@ -3,9 +3,7 @@ package sqsconsumer_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -90,56 +88,6 @@ func TestCallbackPanicFailsItsRecordOnly(t *testing.T) {
 			})
 		}
 	}
-}
-
-// TestStorePanicFailsRecordsNotTheProcess: a panic in what the Store
-// calls without recovery, here its Logger, after m-bad committed, neither
-// ends the process nor makes a function error. Per record, it fails m-bad
-// alone; in batch mode, where it happens once the batch has committed, it
-// fails the batch's records. The redelivery finds them committed: each
-// credit once.
-func TestStorePanicFailsRecordsNotTheProcess(t *testing.T) {
-	for _, mode := range []struct {
-		name   string
-		opt    func(*sqsconsumer.Options)
-		failed []string
-	}{
-		{"one transaction per record", func(*sqsconsumer.Options) {}, []string{"m-bad"}},
-		{"BatchTransactions", batchMode, []string{"m1", "m-bad", "m3"}},
-	} {
-		t.Run(mode.name, func(t *testing.T) {
-			e := newEnv(t, func(o *idem.Options) { o.Logger = slog.New(&panicOnce{messageID: "m-bad"}) })
-			batch := []events.SQSMessage{
-				record("m1", `{"account":"acc-1","cents":5}`),
-				record("m-bad", `{"account":"acc-2","cents":6}`),
-				record("m3", `{"account":"acc-3","cents":7}`),
-			}
-			checkFailed(t, e.run(t, context.Background(), batch, mode.opt), mode.failed...)
-			checkFailed(t, e.run(t, context.Background(), batch, mode.opt))
-			e.checkBalances(t, map[string]int{"acc-1": 5, "acc-2": 6, "acc-3": 7})
-		})
-	}
-}
-
-// panicOnce is a slog handler that panics on the first record naming
-// messageID, and drops every record.
-type panicOnce struct {
-	messageID string
-	done      atomic.Bool
-}
-
-func (p *panicOnce) Enabled(context.Context, slog.Level) bool { return true }
-func (p *panicOnce) WithAttrs([]slog.Attr) slog.Handler       { return p }
-func (p *panicOnce) WithGroup(string) slog.Handler            { return p }
-
-func (p *panicOnce) Handle(_ context.Context, r slog.Record) error {
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "messageId" && a.Value.String() == p.messageID && p.done.CompareAndSwap(false, true) {
-			panic("the log is full")
-		}
-		return true
-	})
-	return nil
 }
 
 func failedIDs(resp events.SQSEventResponse) []string {

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
-	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // Handler reads one record and describes its effect, as an idem.Handler
@@ -74,10 +71,10 @@ type Options struct {
 	Lease *idem.LeaseOptions
 }
 
+// consumer is the batch handler New returns.
 type consumer struct {
-	proc *adapt.Processor
-	h    Handler
-	opts Options
+	lanes *adapt.LaneRunner[events.SQSMessage]
+	opts  Options
 }
 
 // New returns a handler for lambda.Start that processes an SQS batch
@@ -94,79 +91,35 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.C
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Lease != nil && o.BatchTransactions {
-		return nil, errors.New("sqsconsumer: New: Options.Lease and BatchTransactions exclude each other: a lease claims each record before its handler runs, alone")
-	}
-	proc, err := adapt.New(store, "Options", o.Source, o.Lease)
-	if err != nil {
-		return nil, fmt.Errorf("sqsconsumer: New: %w", err)
-	}
 	if o.Key == nil {
 		o.Key = DefaultKey
 	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 10
+	c := &consumer{opts: o}
+	lanes, err := adapt.NewLaneRunner(store, "sqsconsumer", adapt.LaneOptions{
+		Source: o.Source, Lease: o.Lease, Concurrency: o.Concurrency, BatchTransactions: o.BatchTransactions, DeadlineMargin: o.DeadlineMargin,
+	}, adapt.Records[events.SQSMessage]{
+		Handle:   h,
+		Message:  func(rec events.SQSMessage) (idem.Message, error) { return c.message(rec), nil },
+		Key:      c.key,
+		NoSource: errors.New("the record names no queue (its eventSourceARN is empty, or ends before a queue's name) and Options.Source is unset"),
+		Name:     func(rec events.SQSMessage) string { return rec.MessageId },
+		Stopped:  stopped,
+		Span:     span,
+	})
+	if err != nil {
+		return nil, err
 	}
-	if o.DeadlineMargin == 0 {
-		o.DeadlineMargin = 2 * time.Second
-	}
-	c := &consumer{proc: proc, h: h, opts: o}
+	c.lanes = lanes
 	return c.handle, nil
 }
 
 // handle never returns an error: a function error would send every record
 // back, including the ones whose effects just committed.
 func (c *consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	recs := ev.Records
-	errs := make([]error, len(recs))
-	work := ctx
-	if d, ok := ctx.Deadline(); ok && c.opts.DeadlineMargin > 0 {
-		var cancel context.CancelFunc
-		work, cancel = context.WithDeadline(ctx, d.Add(-c.opts.DeadlineMargin/2))
-		defer cancel()
-	}
-	if c.opts.BatchTransactions {
-		// runWaves runs on this goroutine, where the runtime would turn a
-		// panic into a function error and SQS would return the whole batch:
-		// fail every record not failed yet instead (one whose wave
-		// committed comes back a Duplicate).
-		if err := guard("processing the batch", func() error { c.runWaves(ctx, work, recs, lanes(recs), errs); return nil }); err != nil { // batch.go
-			for i := range errs {
-				if errs[i] == nil {
-					errs[i] = err
-				}
-			}
-		}
-	} else {
-		c.runLanes(ctx, work, recs, lanes(recs), errs)
-	}
-	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	for i, err := range errs {
-		if err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: recs[i].MessageId})
-		}
-	}
-	return resp, nil
-}
-
-// runLanes runs the lanes on up to Options.Concurrency workers.
-func (c *consumer) runLanes(ctx, work context.Context, recs []events.SQSMessage, lanes [][]int, errs []error) {
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	worker := func() {
-		for i := int(next.Add(1) - 1); i < len(lanes); i = int(next.Add(1) - 1) {
-			c.runLane(ctx, work, recs, lanes[i], errs)
-		}
-	}
-	// The calling goroutine is one of the workers: a batch of one record
-	// (or one FIFO group) starts no goroutine.
-	for range min(c.opts.Concurrency, len(lanes)) - 1 {
-		wg.Go(worker)
-	}
-	worker()
-	wg.Wait()
+	errs := c.lanes.Run(ctx, ev.Records, lanes(ev.Records))
+	return events.SQSEventResponse{BatchItemFailures: adapt.Failed(errs, func(i int) events.SQSBatchItemFailure {
+		return events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId}
+	})}, nil
 }
 
 // lanes splits a batch into sequences of record indexes run one after
@@ -192,90 +145,10 @@ func lanes(recs []events.SQSMessage) [][]int {
 	return out
 }
 
-// runLane processes a lane's records in order; after the first failure the
-// rest are reported failed unprocessed, which keeps a FIFO group's order.
-func (c *consumer) runLane(ctx, work context.Context, recs []events.SQSMessage, lane []int, errs []error) {
-	failed := -1
-	for _, i := range lane {
-		rec := recs[i]
-		errs[i] = guard("processing the record", func() error {
-			switch {
-			case failed >= 0:
-				return c.skip(ctx, rec, fmt.Errorf("%w (group %q, after %s)", errGroupStopped, rec.Attributes["MessageGroupId"], recs[failed].MessageId))
-			case !c.mayStart(ctx):
-				return c.skip(ctx, rec, idem.ErrDeadline)
-			}
-			return c.processRecord(work, rec)
-		})
-		if errs[i] != nil && failed < 0 {
-			failed = i
-		}
-	}
-}
-
-// guard turns a panic in fn into a *idem.PanicError naming what. The
-// callbacks the Store calls have their own recovery; guard catches what has
-// none, such as the Store's Logger or Metrics writer: a panic would end the
-// process (on a worker goroutine) or the invoke (on the caller's), and
-// either way no batch response would say which records committed. It
-// reports nothing: the panic may have come from the reporting.
-func guard(what string, fn func() error) error {
-	return adapt.Recover("", what, fn)
-}
-
-func (c *consumer) mayStart(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	d, ok := ctx.Deadline()
-	return !ok || c.opts.DeadlineMargin < 0 || time.Until(d) > c.opts.DeadlineMargin
-}
-
-// processRecord runs one record through the Store, which logs and counts
-// it.
-func (c *consumer) processRecord(ctx context.Context, rec events.SQSMessage) error {
-	msg, err := c.keyed(ctx, rec)
-	if err != nil {
-		return err
-	}
-	if c.proc.Tracing(ctx) {
-		ctx = seam.WithSpan(ctx, span(rec))
-	}
-	_, err = c.proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
-		return c.h(ctx, rec)
-	})
-	return err
-}
-
-// keyed is the record's message, or the reported failure to read its key.
-func (c *consumer) keyed(ctx context.Context, rec events.SQSMessage) (idem.Message, error) {
-	msg := c.message(rec)
-	key, err := c.key(rec)
-	if err == nil && msg.Source == "" {
-		// Its key would fall in the shared "default" scope, where another
-		// sender's ids are.
-		err = errors.New("the record names no queue (its eventSourceARN is empty, or ends before a queue's name) and Options.Source is unset")
-	}
-	if err != nil {
-		if msg.Source != "" {
-			msg.ID = key // read before the record was found unusable: its log line names it
-		}
-		err = fmt.Errorf("record %s: %w", rec.MessageId, err)
-		c.proc.Fail(ctx, msg, err)
-		return idem.Message{}, err
-	}
-	msg.ID = key
-	return msg, nil
-}
-
-// skip reports a record that was not processed; the Store logs and counts
-// it like any other failure.
-func (c *consumer) skip(ctx context.Context, rec events.SQSMessage, why error) error {
-	msg := c.message(rec)
-	msg.ID, _ = c.key(rec)
-	err := fmt.Errorf("record %s: %w", rec.MessageId, why)
-	c.proc.Fail(ctx, msg, err)
-	return err
+// stopped says why rec waits: after, an earlier record of its FIFO group,
+// failed.
+func stopped(rec, after events.SQSMessage) error {
+	return fmt.Errorf("%w (group %q, after %s)", errGroupStopped, rec.Attributes["MessageGroupId"], after.MessageId)
 }
 
 func (c *consumer) message(rec events.SQSMessage) idem.Message {
@@ -290,24 +163,8 @@ func (c *consumer) message(rec events.SQSMessage) idem.Message {
 	return idem.Message{Source: src, Payload: []byte(rec.Body), Attempt: attempt, LogAttrs: []slog.Attr{slog.String("messageId", rec.MessageId)}}
 }
 
-// key runs Options.Key, turning an empty key into ErrNoKey and a panic into
-// a *idem.PanicError, so one bad record cannot crash the batch. With an
-// error, the key is the one Options.Key read before it failed, if any: for
-// the log, never for a claim.
-func (c *consumer) key(rec events.SQSMessage) (key string, err error) {
-	err = adapt.Recover("", "sqsconsumer.Options.Key", func() error {
-		var kerr error
-		key, kerr = c.opts.Key(rec)
-		return kerr
-	})
-	if adapt.Panic(err) != nil {
-		return "", err
-	}
-	if err != nil {
-		return key, err
-	}
-	if key == "" {
-		return "", ErrNoKey
-	}
-	return key, nil
+// key runs Options.Key (adapt.ReadKey): with an error, the key is the one
+// Options.Key read before it failed, if any, for the log line.
+func (c *consumer) key(rec events.SQSMessage) (string, error) {
+	return adapt.ReadKey("sqsconsumer.Options.Key", ErrNoKey, func() (string, error) { return c.opts.Key(rec) })
 }

@@ -1,7 +1,11 @@
-// Package adapt is how idem's adapters (idem/sqsconsumer, idem/webhook,
-// idem/stream) enter a Store: one step when an adapter is built (New)
-// gives a Processor that processes, reports and recovers as the Store does,
-// through the Store's own seam (idem.Store.Adapter).
+// Package adapt is how idem's adapters (idem/sqsconsumer,
+// idem/kafkaconsumer, idem/webhook, idem/stream) enter a Store: one step
+// when an adapter is built (New) gives a Processor that processes, reports
+// and recovers as the Store does, through the Store's own seam
+// (idem.Store.Adapter). The batch adapters share the rest of their
+// machinery here too, generic over their record type: a LaneRunner runs a
+// batch's records in lanes, each stopped at its first failure, and
+// ReadKey, FirstKey and JSONHandler are their Options.Key and JSONHandler.
 package adapt
 
 import (
