@@ -59,7 +59,10 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, t Table) (string,
 			TableName:               aws.String(name),
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(t.TTLAttribute), Enabled: aws.Bool(true)},
 		})
-		if err != nil {
+		// As DynamoDB does, the server refuses to enable TTL twice: a refusal
+		// of an SDK retry whose first answer was lost under load is success
+		// when TTL is on, on this attribute.
+		if err != nil && !ttlOn(ctx, client, name, t.TTLAttribute) {
 			return "", fmt.Errorf("enable TTL on %s: %w", name, err)
 		}
 	}
@@ -74,4 +77,15 @@ func ExternalEndpoint() string {
 		return ep
 	}
 	return os.Getenv("AWS_ENDPOINT_URL")
+}
+
+// ttlOn says whether table's TTL is enabled (or being enabled) on attr.
+func ttlOn(ctx context.Context, client *dynamodb.Client, table, attr string) bool {
+	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil || out.TimeToLiveDescription == nil {
+		return false
+	}
+	d := out.TimeToLiveDescription
+	on := d.TimeToLiveStatus == types.TimeToLiveStatusEnabled || d.TimeToLiveStatus == types.TimeToLiveStatusEnabling
+	return on && aws.ToString(d.AttributeName) == attr
 }
