@@ -113,6 +113,20 @@ func (r *recorder) received(body string) int {
 	return n
 }
 
+// receives counts the receives of each message id, and names its body.
+func (r *recorder) receives() (counts map[string]int, bodies map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts, bodies = map[string]int{}, map[string]string{}
+	for _, ev := range r.events {
+		for _, rec := range ev.Records {
+			counts[rec.MessageId]++
+			bodies[rec.MessageId] = rec.Body
+		}
+	}
+	return counts, bodies
+}
+
 func runPoller(t *testing.T, p *Poller) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -240,9 +254,27 @@ func TestPollerRetriesTheWholeBatch(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitFor(t, "both messages in the dead-letter queue", 60*time.Second, func() bool { return queueDepth(t, client, dlq.URL) == 2 })
-			if fn.received("one") != 2 || fn.received("two") != 2 {
-				t.Errorf("expect each message received twice, got %d and %d", fn.received("one"), fn.received("two"))
+			// Counted by message id: a standard queue may take one send
+			// twice (an SDK retry whose first answer was lost under load,
+			// seen once in CI), and each copy is then a message of its own
+			// that must be received twice too.
+			waitFor(t, "every message in the dead-letter queue", 60*time.Second, func() bool {
+				counts, _ := fn.receives()
+				return len(counts) >= 2 && queueDepth(t, client, dlq.URL) == len(counts)
+			})
+			counts, bodies := fn.receives()
+			seen := map[string]bool{}
+			for id, n := range counts {
+				seen[bodies[id]] = true
+				if n != 2 {
+					t.Errorf("expect message %s (%s) received twice before the dead-letter queue, got %d", id, bodies[id], n)
+				}
+			}
+			if !seen["one"] || !seen["two"] {
+				t.Errorf("expect both messages received, got %v", bodies)
+			}
+			if len(counts) > 2 {
+				t.Logf("the local SQS took a send twice: %d messages for 2 sends", len(counts))
 			}
 		})
 	}
