@@ -35,7 +35,7 @@ const deliveries = 8
 // invokes at once in one process) and sends it 8 invokes at once, each a
 // batch of the same SQS message: one IdempotencyKey, one messageId, one
 // credit. A gate in front of DynamoDB holds each TransactWriteItems until
-// all 8 have come, or 200 ms after the first, so every delivery's handler
+// all 8 have come, or a second after the first, so every delivery's handler
 // is in flight at once whether each sends its own transaction or they
 // share one.
 //
@@ -54,7 +54,7 @@ func TestManagedInstancesOneKey(t *testing.T) {
 	phase := testphase.Start(t, "managed instances", "%d deliveries of one key at once to one queue bootstrap in the emulator's managed-instances mode", deliveries)
 	bin := buildFunctions(t, phase)
 	tb := newTables(t)
-	gate := newTxGate(t, idemtest.Endpoint(t), deliveries, 200*time.Millisecond)
+	gate := newTxGate(t, idemtest.Endpoint(t), deliveries, time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -66,12 +66,14 @@ func TestManagedInstancesOneKey(t *testing.T) {
 		t.Fatalf("warm-up invoke: %v", err)
 	}
 	before := bootstraps(t, fn)
+	// The emulator may write an invoke's REPORT line after its answer:
+	// the warm-up's must be in before the deliveries' windows are counted.
+	lines.waitReports(t, 1)
 
 	rec := events.SQSMessage{MessageId: "m-lmi", EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:credits",
 		Body:              `{"id":"evt-lmi","account":"acc-lmi","cents":100}`,
 		MessageAttributes: map[string]events.SQSMessageAttribute{"IdempotencyKey": {DataType: "String", StringValue: aws.String("evt-lmi")}}}
 	event, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{rec}})
-	seen := len(lines.all())
 	release := make(chan struct{})
 	outs, errs := make([][]byte, deliveries), make([]error, deliveries)
 	var wg sync.WaitGroup
@@ -91,8 +93,12 @@ func TestManagedInstancesOneKey(t *testing.T) {
 	}
 	after := bootstraps(t, fn)
 	got := tb.scan(t, tb.accounts, "account", "balance")
-	counted := countOutcomes(functionLines(fn.out.String()))
-	windows := reportWindows(lines.all()[seen:])
+	// The emulator writes the function's log lines and its REPORT lines
+	// as they come through their pipes, some after the invokes answered:
+	// wait for every delivery's outcome and REPORT line.
+	counted := countOutcomes(fn.waitLines(t, func(lines []map[string]any) bool { return total(countOutcomes(lines)) >= deliveries }))
+	windows := reportWindows(lines.waitReports(t, 1+deliveries))
+	windows = windows[min(1, len(windows)):] // the warm-up's
 	txs, maxHeld, ops := gate.counts()
 
 	// What the run shows.
@@ -202,6 +208,20 @@ func (w *timedLines) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.lines = append(w.lines, timedLine{time.Now(), string(p)})
 	return len(p), nil
+}
+
+// waitReports waits up to 10 seconds for n REPORT lines and returns all
+// the lines.
+func (w *timedLines) waitReports(t *testing.T, n int) []timedLine {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		all := w.all()
+		if len(reportWindows(all)) >= n || time.Now().After(deadline) {
+			return all
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (w *timedLines) all() []timedLine {

@@ -110,7 +110,7 @@ func TestQueueFunctionAnswerCutAfterCommit(t *testing.T) {
 	if claims != 2 {
 		t.Fatalf("after the first invoke: want 2 claims (the cut one committed), got %d", claims)
 	}
-	lines := functionLines(fn.out.String())
+	lines := fn.waitLines(t, func(lines []map[string]any) bool { return failedLine(lines, failed[0]) != nil })
 	line := failedLine(lines, failed[0])
 	msg, _ := line["error"].(string)
 	t.Logf("first invoke: failed %q; %d answer(s) cut; %d claims; logged: %s", failed, px.cutAnswers(), claims, msg)
@@ -123,7 +123,7 @@ func TestQueueFunctionAnswerCutAfterCommit(t *testing.T) {
 	if failed := batchFailures(t, out, err); len(failed) != 0 {
 		t.Fatalf("redelivery: want no record failed, got %q", failed)
 	}
-	lines = functionLines(fn.out.String())
+	lines = fn.waitLines(t, func(lines []map[string]any) bool { return total(countOutcomes(lines[seen:])) >= 2 })
 	counted := countOutcomes(lines[seen:])
 	got := tb.scan(t, tb.accounts, "account", "balance")
 	t.Logf("redelivery: outcomes %v; balances %v", counted, got)
@@ -183,6 +183,31 @@ func countOutcomes(lines []map[string]any) map[idem.Outcome]int {
 				n[oc]++
 			}
 		}
+	}
+	return n
+}
+
+// waitLines waits up to 10 seconds for the function's log lines to hold
+// what enough looks for, and returns them: the emulator copies the
+// function's output through a pipe, and CI read it on a loaded machine
+// before the lines of an invoke that had answered came through.
+func (f *function) waitLines(t *testing.T, enough func([]map[string]any) bool) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lines := functionLines(f.out.String())
+		if enough(lines) || time.Now().After(deadline) {
+			return lines
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// total is how many outcomes counted holds.
+func total(counted map[idem.Outcome]int) int {
+	n := 0
+	for _, c := range counted {
+		n += c
 	}
 	return n
 }

@@ -68,6 +68,9 @@ func TestStripeRetryRenderedAfresh(t *testing.T) {
 
 	// The function's own output: one metric per attempt, and the retry
 	// logged at INFO with both payload digests.
+	for _, f := range []*function{fn, cold} {
+		f.waitLines(t, func(lines []map[string]any) bool { return total(countOutcomes(lines)) >= 1 })
+	}
 	output := fn.out.String() + cold.out.String()
 	if strings.Contains(output, `"cached":true`) {
 		t.Errorf("the retry was answered from a cache; want the stored claim read")
