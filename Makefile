@@ -116,8 +116,8 @@ fuzz:
 # the kit's CPU cost and the functions' cold starts, in one run: prints the
 # tables, writes them to idem/cmd/idem-bench/RESULTS.md and the Go
 # benchmarks' raw output (benchstat's input) to
-# idem/cmd/idem-bench/bench.txt. About 22 minutes on 2 shared cores (the
-# streams, the sweep and coalescing about 9 of them);
+# idem/cmd/idem-bench/bench.txt. About 26 minutes on 2 shared cores (the
+# streams, the sweep and coalescing about 13 of them);
 # BENCH_FLAGS='-latency 100 -throughput 200 -count 1' for a quicker run, or
 # BENCH_FLAGS='-only lease' for one section (strategies, powertools, storm,
 # sweep, coalesce, cpu, coldstarts, lease, outbox).
