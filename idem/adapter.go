@@ -45,7 +45,7 @@ func (a adapterSeam) Tracing(ctx context.Context) bool { return a.s.tracing(ctx)
 // callback, with its stack: every callback the kit calls fails one
 // delivery, never the process. It reads nothing of the Store.
 func (a adapterSeam) Recover(key, callback string, fn func() error) error {
-	return recoverPanic(key, callback, fn)
+	return recovered(key, callback, fn)
 }
 
 // ClaimKey is the claim key the Store gives msg, for commands that look a

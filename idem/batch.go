@@ -154,7 +154,7 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 		case known:
 			res, err = s.answerKnown(msgs[w.i], w.id, stored)
 		default: // its leader settled nothing: run it alone, as Process would
-			res, err = s.answer(ctxs[w.i], msgs[w.i], w.id, handler(w.i))
+			res, err = s.deliver(ctxs[w.i], msgs[w.i], w.id, handler(w.i))
 			alone[w.i] = true
 		}
 		b.out[w.i] = BatchResult{Result: res, Err: err}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -17,9 +16,9 @@ import (
 // validateEffect refuses, before anything is sent, what DynamoDB would
 // refuse: too many actions, a write without a table or with two operations,
 // two writes on one item, a response or a transaction over its limit. rec
-// is the claim the effect commits with, its ClaimedAt set; now is the
-// commit's time.
-func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err error) {
+// is the claim the effect commits with; the effect's writes are the
+// handler's own first, then its outgoing messages' outbox items (addOutbox).
+func (s *Store) validateEffect(rec Record, eff Effect, own int) (err error) {
 	key := rec.Key
 	// A nil AttributeValue (a typed nil pointer, say) would panic while
 	// the writes are measured; it is the handler's input, so an error.
@@ -30,10 +29,6 @@ func (s *Store) validateEffect(rec Record, eff *Effect, now time.Time) (err erro
 	}()
 	bad := func(format string, args ...any) error {
 		return &InvalidError{Key: key, Reason: fmt.Sprintf(format, args...)}
-	}
-	own := len(eff.Writes)
-	if err := s.addOutbox(rec, eff, now); err != nil {
-		return err
 	}
 	if n := len(eff.Writes) + 1; n > maxTransactItems {
 		if own < len(eff.Writes) {

@@ -18,11 +18,11 @@ import (
 // leadOrWait makes a delivery of id lead its key's call in this process
 // (lead is then not nil: the caller runs the delivery and completes the
 // call with its outcome), or waits for the delivery that leads it and
-// answers from the claim it settled, as the cache answers: a Duplicate or
-// a key reuse, with no call. A leader that settled nothing lets the
+// returns the claim it settled (found), which answers the delivery as the
+// cache's would, with no call. A leader that settled nothing lets the
 // waiting delivery run: it then leads a call of its own. A wait the
 // adapter bounded (seam.WithWait) that runs out is an *InFlightError.
-func (s *Store) leadOrWait(ctx context.Context, msg Message, id Record) (lead *keyCall, res Result, err error) {
+func (s *Store) leadOrWait(ctx context.Context, id Record) (lead *keyCall, stored Record, found bool, err error) {
 	waitCtx, bound := ctx, time.Duration(-1)
 	if d, ok := seam.Wait(ctx); ok {
 		var cancel context.CancelFunc
@@ -33,18 +33,16 @@ func (s *Store) leadOrWait(ctx context.Context, msg Message, id Record) (lead *k
 	for {
 		c, leads := s.inflight.join(id.Key)
 		if leads {
-			return c, Result{}, nil
+			return c, Record{}, false, nil
 		}
 		stored, known, err := c.wait(waitCtx)
 		switch {
 		case err != nil && bound >= 0 && ctx.Err() == nil:
-			return nil, Result{}, &InFlightError{Key: id.Key, Waited: bound, RetryAfter: inFlightRetry}
+			return nil, Record{}, false, &InFlightError{Key: id.Key, Waited: bound, RetryAfter: inFlightRetry}
 		case err != nil:
-			return nil, Result{}, &RetryableError{Key: id.Key, Err: err}
-		}
-		if known {
-			res, err := s.answerKnown(msg, id, stored)
-			return nil, res, err
+			return nil, Record{}, false, &RetryableError{Key: id.Key, Err: err}
+		case known:
+			return nil, stored, true, nil
 		}
 	}
 }

@@ -148,16 +148,29 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// recoverPanic runs fn and turns a panic in it into a *PanicError naming
-// callback, with its stack: every callback the kit calls fails one
-// delivery, never the process.
-func recoverPanic(key, callback string, fn func() error) (err error) {
+// recoverPanic runs fn and returns a panic in it as a *PanicError naming
+// callback, with its stack, for the caller to name the delivery in (its
+// Key): every callback the kit calls fails one delivery, never the
+// process.
+func recoverPanic(callback string, fn func()) (p *PanicError) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Key: key, Callback: callback, Value: v, Stack: debug.Stack()}
+			p = &PanicError{Callback: callback, Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return fn()
+	fn()
+	return nil
+}
+
+// recovered runs fn as recoverPanic does and returns its error, or the
+// panic named for key.
+func recovered(key, callback string, fn func() error) error {
+	var err error
+	if p := recoverPanic(callback, func() { err = fn() }); p != nil {
+		p.Key = key
+		return p
+	}
+	return err
 }
 
 // ReplayError reports a Duplicate whose stored record Message.Replay could

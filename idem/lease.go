@@ -158,12 +158,15 @@ func (s *Store) processLeased(ctx context.Context, msg Message, id Record, err e
 	}
 	// A delivery of the key in flight in this process holds its lease, or
 	// is taking it: wait for it rather than fail with the lease held.
-	lead, res, err := s.leadOrWait(ctx, msg, id)
-	if lead == nil {
-		return res, err
+	lead, stored, found, err := s.leadOrWait(ctx, id)
+	switch {
+	case err != nil:
+		return Result{}, err
+	case found:
+		return s.answerKnown(msg, id, stored)
 	}
 	defer lead.finishUnlessDone()
-	res, err = s.runLeased(ctx, msg, id, h, o)
+	res, err := s.runLeased(ctx, msg, id, h, o)
 	lead.finish(res, err)
 	return res, err
 }
@@ -193,7 +196,7 @@ func (s *Store) runLeased(ctx context.Context, msg Message, id Record, h Handler
 	rec := id
 	rec.ClaimedAt, rec.ExpiresAt, rec.traceparent = lease.ClaimedAt, now.Add(s.opts.retention()), traceParent(ctx)
 	if err == nil {
-		err = s.validateEffect(rec, &eff, now)
+		err = s.checkEffect(rec, &eff, now)
 	}
 	if err != nil {
 		s.release(ctx, key, lease.id)

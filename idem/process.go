@@ -17,13 +17,19 @@ import (
 	"github.com/idemkit/kit/idem/internal/seam"
 )
 
-// One delivery's way through the Store, a file a step, each calling the
-// next: here its span starts and its claim is identified (its key, its
-// fingerprint); answer.go answers it from a claim this process knows, or
-// a read, or else runs it; run.go runs the handler and checks the effect;
-// transact.go commits the effect with the claim and reads what a failure
-// means; last, outcome.go logs the outcome, tells the Observers and ends
-// the span.
+// One delivery's way through the Store, a file a step, none entered
+// twice: here its span starts, its claim is identified (its key, its
+// fingerprint), and deliver takes it along the rest: cache.go (a claim
+// this process remembers), coalesce.go (another delivery of its key in
+// flight here), readfirst.go (a read of its claim, when its sender's
+// duplicates make it worth its cost), run.go (the handler, its outgoing
+// messages), check.go (what DynamoDB would refuse of the effect),
+// guard.go (a table DynamoDB would not keep exactly once), besideread.go
+// and transact.go (the transaction that commits the effect with the
+// claim, beside the read if one went out), claim.go (the claim its
+// condition met), answer.go (what a claim found on the way answers the
+// delivery); last, outcome.go logs the outcome, tells the Observers and
+// ends the span.
 
 // Process runs h for msg and commits the effect it describes together with
 // msg's claim, in one TransactWriteItems.
@@ -52,9 +58,58 @@ func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, er
 	id, err := s.identify(msg)
 	var res Result
 	if err == nil {
-		res, err = s.answer(ctx, msg, id, h)
+		res, err = s.deliver(ctx, msg, id, h)
 	}
 	s.settle(ctx, t, msg, id, res, err)
+	return res, err
+}
+
+// deliver answers a delivery of id: from a claim this process knows (the
+// cache's, or the one a delivery of its key in flight here settled), or
+// else as the leader of its key's call in this process, from a read of its
+// claim or by running it. What a leader settles is shared on the way out
+// (a panic's nothing included) with the read-first rates, the cache and
+// the deliveries of the key waiting here.
+func (s *Store) deliver(ctx context.Context, msg Message, id Record, h Handler) (res Result, err error) {
+	stored, found := s.cache.get(id.Key, s.opts.Now())
+	cached := found
+	if !found {
+		var lead *keyCall
+		if lead, stored, found, err = s.leadOrWait(ctx, id); err != nil {
+			return Result{}, err
+		}
+		cached = found
+		if lead != nil {
+			defer func() { lead.finish(res, err) }()
+			read := s.startRead(ctx, msg, id)
+			defer func() { s.rates.count(msg, res, err) }()
+			if read != nil && msg.Attempt > 1 {
+				// A redelivery the sender counts, in a storm of them, is a
+				// duplicate far more often than not: its read, waited for,
+				// answers it alone, for a read's units, with no handler run
+				// and no transaction to call off.
+				stored, found = read.wait(ctx)
+				read = nil
+			}
+			if !found {
+				res, err = s.run(ctx, msg, id, h, read)
+			}
+		}
+	}
+	switch {
+	case cached:
+		return s.answerKnown(msg, id, stored)
+	case found:
+		res, err = s.storedAnswer(id, stored)
+	}
+	// The claim this delivery committed or met, whether or not its
+	// record replays to it.
+	s.cacheSettled(res, err)
+	if err == nil && res.Outcome == Duplicate {
+		if err = replay(msg, id.Key, res.Record); err != nil {
+			res = Result{}
+		}
+	}
 	return res, err
 }
 

@@ -44,7 +44,7 @@ func (s *Store) prepare(ctx context.Context, msg Message, id Record, h Handler) 
 	now := s.opts.Now()
 	rec := id
 	rec.ClaimedAt, rec.ExpiresAt, rec.traceparent = now, now.Add(s.opts.retention()), traceParent(ctx)
-	if err := s.validateEffect(rec, &eff, now); err != nil {
+	if err := s.checkEffect(rec, &eff, now); err != nil {
 		return Record{}, Effect{}, err
 	}
 	rec.Outcome, rec.Response = Processed, eff.Response
@@ -58,13 +58,25 @@ func runHandler(ctx context.Context, msg Message, key string, h Handler) (Effect
 	}
 	var eff Effect
 	var herr error
-	if err := recoverPanic(key, "the handler", func() error { eff, herr = h(ctx, msg); return nil }); err != nil {
-		return Effect{}, err
+	if p := recoverPanic("the handler", func() { eff, herr = h(ctx, msg) }); p != nil {
+		p.Key = key
+		return Effect{}, p
 	}
 	if herr != nil {
 		return Effect{}, &HandlerError{Key: key, Err: herr}
 	}
 	return eff, nil
+}
+
+// checkEffect makes eff's outgoing messages outbox items of the claim rec,
+// written at now, and refuses what DynamoDB or the relay would of it
+// (validateEffect).
+func (s *Store) checkEffect(rec Record, eff *Effect, now time.Time) error {
+	own := len(eff.Writes)
+	if err := s.addOutbox(rec, eff, now); err != nil {
+		return err
+	}
+	return s.validateEffect(rec, *eff, own)
 }
 
 // outboxKey is an outbox item's partition key value. A claim key is

@@ -55,8 +55,9 @@ func (s *Store) commitOrReject(ctx context.Context, c claimAction, rec Record, e
 func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, error) {
 	var resp []byte
 	var rerr error
-	if err := recoverPanic(rec.Key, "Effect.Rejected", func() error { resp, rerr = eff.Rejected(rej); return nil }); err != nil {
-		return Record{}, err
+	if p := recoverPanic("Effect.Rejected", func() { resp, rerr = eff.Rejected(rej) }); p != nil {
+		p.Key = rec.Key
+		return Record{}, p
 	}
 	if rerr != nil {
 		return Record{}, &HandlerError{Key: rec.Key, Err: fmt.Errorf("Effect.Rejected: %w", rerr)}

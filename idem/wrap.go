@@ -157,7 +157,7 @@ func wrapped[E any](source string, key func(E) (string, error), fingerprint func
 	}
 	msg.Payload = payload
 	var id string
-	if err := recoverPanic("", "Wrap's key function", func() (err error) { id, err = key(event); return err }); err != nil {
+	if err := recovered("", "Wrap's key function", func() (err error) { id, err = key(event); return err }); err != nil {
 		return msg, fmt.Errorf("idem: the event's key: %w", err)
 	}
 	if id == "" {
@@ -165,7 +165,7 @@ func wrapped[E any](source string, key func(E) (string, error), fingerprint func
 	}
 	msg.ID = id
 	if fingerprint != nil {
-		if err := recoverPanic(id, "WrapOptions.Fingerprint", func() (err error) { msg.Fingerprint, err = fingerprint(event); return err }); err != nil {
+		if err := recovered(id, "WrapOptions.Fingerprint", func() (err error) { msg.Fingerprint, err = fingerprint(event); return err }); err != nil {
 			return msg, fmt.Errorf("idem: the event's fingerprint: %w", err)
 		}
 	}
