@@ -99,8 +99,8 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (err error) {
 }
 
 // How DynamoDB names and measures the items of a transaction, as
-// validateEffect (run.go) checks an effect against its limits before
-// anything is sent.
+// validateEffect checks an effect against its limits before anything is
+// sent.
 
 // emptyKeyValue is the name of a key attribute whose string or binary
 // value is empty, which DynamoDB refuses (a ValidationException, which

@@ -17,8 +17,9 @@ import (
 	"github.com/idemkit/kit/idem/internal/seam"
 )
 
-// One delivery's way through the Store, a file a step, none entered
-// twice: here its span starts, its claim is identified (its key, its
+// One delivery's way through the Store, a file a step, in the order the
+// message meets them (farm-studio's walk of Store.Process's msg enters
+// each once): here its span starts, its claim is identified (its key, its
 // fingerprint), and deliver takes it along the rest: cache.go (a claim
 // this process remembers), coalesce.go (another delivery of its key in
 // flight here), readfirst.go (a read of its claim, when its sender's
@@ -67,9 +68,12 @@ func (s *Store) Process(ctx context.Context, msg Message, h Handler) (Result, er
 // deliver answers a delivery of id: from a claim this process knows (the
 // cache's, or the one a delivery of its key in flight here settled), or
 // else as the leader of its key's call in this process, from a read of its
-// claim or by running it. What a leader settles is shared on the way out
-// (a panic's nothing included) with the read-first rates, the cache and
-// the deliveries of the key waiting here.
+// claim or by running it. What a leader settles goes into the cache, is
+// replayed to it when a Duplicate, then counts toward its sender's share
+// of duplicates and answers the deliveries of the key waiting here (the
+// last two deferred). After a panic past every recovery res and err are
+// still the zero values, which settle nothing: nothing is cached or
+// counted, and the waiting deliveries run on their own.
 func (s *Store) deliver(ctx context.Context, msg Message, id Record, h Handler) (res Result, err error) {
 	stored, found := s.cache.get(id.Key, s.opts.Now())
 	cached := found

@@ -14,9 +14,9 @@ import (
 	"github.com/idemkit/kit/idem/internal/wire"
 )
 
-// A delivery run: its handler called, the effect it describes checked
-// against what DynamoDB and the relay would refuse, its outgoing messages
-// made outbox items, then committed with its claim (transact.go).
+// A delivery run: its handler called, its outgoing messages made outbox
+// items, the effect checked against what DynamoDB and the relay would
+// refuse (check.go), then committed with its claim (transact.go).
 
 // run runs h for msg, identified as id, and commits its effect with the
 // claim; a read of the claim, when one was sent, may answer first.
