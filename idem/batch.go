@@ -58,6 +58,7 @@ type BatchResult struct {
 func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler) []BatchResult {
 	b := &batchRun{s: s, out: make([]BatchResult, len(msgs)), known: make(map[string]Record, len(msgs))}
 	ids := make([]Record, len(msgs))
+	classes := make([]rateKey, len(msgs)) // as each message came, before the batch settled its key
 	handler := func(i int) Handler {
 		if h == nil {
 			return nil
@@ -84,7 +85,7 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 		msgs[i] = msg
 		ctxs[i], traces[i] = s.startDelivery(ctx, msg, i)
 		id, err := s.identify(msg)
-		ids[i] = id
+		ids[i], classes[i] = id, s.classOf(msg, id.Key)
 		if err != nil {
 			b.out[i].Err = err
 			continue
@@ -161,7 +162,7 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	}
 	for i, msg := range msgs {
 		if !alone[i] {
-			s.rates.count(msg, b.out[i].Result, b.out[i].Err)
+			s.rates.count(classes[i], b.out[i].Result, b.out[i].Err)
 		}
 		s.settle(ctxs[i], traces[i], msg, ids[i], b.out[i].Result, b.out[i].Err)
 	}

@@ -70,13 +70,12 @@ func (c *cache) put(rec Record) {
 	}
 }
 
-// cacheSettled caches the claim a delivery committed, or found, when its
-// outcome tells it (settledClaim).
+// cacheSettled remembers the claim a delivery committed, or found, when
+// its outcome tells it (settledClaim): its key among the keys settled
+// here (readfirst.go), and the claim in the cache, if there is one.
 func (s *Store) cacheSettled(res Result, err error) {
-	if s.cache == nil {
-		return
-	}
 	if rec, ok := settledClaim(res, err); ok {
+		s.settled.add(rec)
 		s.cache.put(rec)
 	}
 }

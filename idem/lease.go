@@ -138,8 +138,9 @@ func (s *Store) ProcessLeased(ctx context.Context, msg Message, h Handler, optFn
 	ctx, t := s.startDelivery(ctx, msg, -1)
 	defer t.endAfterPanic()
 	id, err := s.identify(msg)
+	class := s.classOf(msg, id.Key)
 	res, err := s.processLeased(ctx, msg, id, err, h, o)
-	s.rates.count(msg, res, err)
+	s.rates.count(class, res, err)
 	s.settle(ctx, t, msg, id, res, err)
 	return res, err
 }

@@ -105,24 +105,25 @@ type Options struct {
 	// or negative: no cache. Defaults to 0.
 	CacheSize int
 
-	// ReadFirstAbove is the share of a sender's recent deliveries, in
-	// this environment, that were duplicates found in DynamoDB (of its
-	// first attempts and of its later ones apart, when the sender counts
-	// them: Message.Attempt), above which a delivery first sends a read of
-	// its claim (one GetItem, eventually consistent) and, without waiting
-	// for it, runs its handler and sends its transaction: a duplicate is
-	// answered as soon as the read finds its claim (its transaction called
-	// off, or never sent when the read came back while the handler ran),
-	// and a first delivery takes its transaction's time, the read beside
-	// it. The claim's condition still decides; a read that finds nothing
-	// costs only its request. A duplicate whose transaction was sent pays
-	// a read's units and a cancelled transaction's; a redelivery the
-	// sender counts (Message.Attempt 2 or more) waits for its read instead,
-	// since nearly all of those are duplicates: one answered by the read
-	// costs only the read. The client must have
-	// GetItem (GetItemAPI), else no read is made; ProcessLeased needs none
-	// (its lease's UpdateItem is a single write) and ProcessBatch makes
-	// none. Negative: never read. Defaults to 0.3.
+	// ReadFirstAbove is the share of recent deliveries like this one, in
+	// this environment, that were duplicates found in DynamoDB, above
+	// which a delivery reads its claim (one GetItem, eventually
+	// consistent, 0.5 RRU) before it runs its handler: a duplicate is then
+	// answered by the read alone, and a first delivery pays the read and
+	// its transaction. At or below it a delivery goes straight to its
+	// transaction, whose claim's condition answers a duplicate (a
+	// cancelled transaction, whose units DynamoDB does not document). A
+	// delivery takes one way or the other, never both at once: a
+	// duplicate costs one call, a first delivery at most two. A sender's
+	// deliveries are kept apart in four classes, each with its own share:
+	// a key whose claim this environment saw settled before (its
+	// redelivery to the same environment), a redelivery the sender counts
+	// (Message.Attempt 2 or more), a first attempt it counts, and a
+	// delivery nobody counts; the first two are taken for duplicates
+	// until their share shows otherwise. The client must have GetItem
+	// (GetItemAPI), else no read is made; ProcessLeased makes none (its
+	// lease's UpdateItem answers a duplicate) and neither does
+	// ProcessBatch. Negative: never read. Defaults to 0.3.
 	ReadFirstAbove float64
 
 	// Now is the clock. Defaults to time.Now.

@@ -1,16 +1,10 @@
 package idem_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -19,68 +13,66 @@ import (
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
-// slowCredit is the credit handler taking a while, as a handler that
-// decodes and checks its message does: long enough for a read sent beside
-// it to answer first, so that the test sees no transaction.
-func (e *env) slowCredit() idem.Handler {
-	h := e.creditHandler(nil)
-	return func(ctx context.Context, m idem.Message) (idem.Effect, error) {
-		time.Sleep(200 * time.Millisecond)
-		return h(ctx, m)
-	}
+// calls is what one delivery cost: its outcome and error, and its calls.
+type calls struct {
+	outcome   idem.Outcome
+	err       error
+	gets, txs int
 }
 
-// TestDuplicatesInNumbersCostARead: once a sender's recent deliveries are
-// mostly duplicates, a duplicate costs one GetItem and, when the read
-// answers while the handler runs, no transaction; a first delivery a
-// GetItem and its transaction; below the threshold, or with ReadFirstAbove
-// negative, no read is made. A read that finds another payload's claim is
-// key reuse, as the claim's condition would say.
-func TestDuplicatesInNumbersCostARead(t *testing.T) {
+// deliverCounted delivers msg through store and counts its calls in e.calls
+// (store's client must count into it).
+func (e *env) deliverCounted(store *idem.Store, msg idem.Message) calls {
+	e.calls.Reset()
+	res, err := store.Process(context.Background(), msg, e.creditHandler(nil))
+	return calls{res.Outcome, err, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems")}
+}
+
+// TestADuplicateCostsOneCall: every message delivered three times to one
+// environment, nobody counting deliveries (Store.Process with no
+// Attempt). The redeliveries of a key this environment saw settled read
+// their claim and send no transaction; a first delivery sends its
+// transaction alone; a key reuse is found by the read, as the claim's
+// condition would find it. With ReadFirstAbove negative every delivery
+// goes straight to its transaction. Never a read and a transaction for
+// one duplicate.
+func TestADuplicateCostsOneCall(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		above      float64
-		wantReads  bool
-		dupGets    int // calls of a late duplicate
-		dupTxs     int
-		firstGets  int // calls of a late first delivery
-		firstTxs   int
-		reuseCalls int
+		name  string
+		above float64
+		dup   calls // a redelivery of a message processed here
+		first calls // a message never seen
+		reuse calls // a processed message's id with another payload
 	}{
-		{"the default", 0, true, 1, 0, 1, 1, 1},
-		{"never read first", -1, false, 0, 1, 0, 1, 1},
+		{"the default", 0, calls{idem.Duplicate, nil, 1, 0}, calls{idem.Processed, nil, 0, 1}, calls{"", idem.ErrKeyReuse, 1, 0}},
+		{"never read first", -1, calls{idem.Duplicate, nil, 0, 1}, calls{idem.Processed, nil, 0, 1}, calls{"", idem.ErrKeyReuse, 0, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, func(o *idem.Options) { o.ReadFirstAbove = tc.above })
-			ctx := context.Background()
-			deliverWith := func(h idem.Handler, id string, payload string) (idem.Result, int, int, error) {
-				e.calls.Reset()
-				res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "storm", Payload: []byte(payload)}, h)
-				return res, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems"), err
+			msg := func(id, payload string) idem.Message {
+				return idem.Message{ID: id, Source: "resends", Payload: []byte(payload)}
 			}
-			deliver := func(id string, payload string) (idem.Result, int, int, error) {
-				return deliverWith(e.slowCredit(), id, payload)
-			}
-			// A storm: each message delivered three times.
 			for i := range 12 {
 				for range 3 {
-					if _, _, _, err := deliverWith(e.creditHandler(nil), fmt.Sprint("m-", i), "p"); err != nil {
-						t.Fatal(err)
+					if got := e.deliverCounted(e.store, msg(fmt.Sprint("m-", i), "p")); got.err != nil {
+						t.Fatal(got.err)
 					}
 				}
 			}
-			res, gets, txs, err := deliver("m-0", "p")
-			t.Logf("a duplicate in the storm: %s, %d GetItem, %d TransactWriteItems", res.Outcome, gets, txs)
-			if err != nil || res.Outcome != idem.Duplicate || gets != tc.dupGets || txs != tc.dupTxs {
-				t.Errorf("a duplicate: want Duplicate with %d GetItem and %d transactions, got %v %v, %d and %d", tc.dupGets, tc.dupTxs, res.Outcome, err, gets, txs)
-			}
-			res, gets, txs, err = deliver("new", "p")
-			if err != nil || res.Outcome != idem.Processed || gets != tc.firstGets || txs != tc.firstTxs {
-				t.Errorf("a first delivery: want Processed with %d GetItem and %d transactions, got %v %v, %d and %d", tc.firstGets, tc.firstTxs, res.Outcome, err, gets, txs)
-			}
-			_, gets, txs, err = deliver("m-1", "another")
-			if !errors.Is(err, idem.ErrKeyReuse) || gets+txs != tc.reuseCalls {
-				t.Errorf("key reuse: want a *KeyReuseError after %d call, got %v after %d", tc.reuseCalls, err, gets+txs)
+			for _, c := range []struct {
+				what string
+				msg  idem.Message
+				want calls
+			}{
+				{"a redelivery", msg("m-0", "p"), tc.dup},
+				{"a first delivery", msg("new", "p"), tc.first},
+				{"a key reuse", msg("m-1", "another"), tc.reuse},
+			} {
+				got := e.deliverCounted(e.store, c.msg)
+				if got.outcome != c.want.outcome || !errors.Is(got.err, c.want.err) || got.gets != c.want.gets || got.txs != c.want.txs {
+					t.Errorf("%s: want %q %v with %d GetItem and %d transactions, got %q %v with %d and %d",
+						c.what, c.want.outcome, c.want.err, c.want.gets, c.want.txs, got.outcome, got.err, got.gets, got.txs)
+				}
 			}
 			if got := e.balance(t, "acc-9"); got != 13*500 {
 				t.Errorf("balance: want %d, got %d", 13*500, got)
@@ -89,333 +81,137 @@ func TestDuplicatesInNumbersCostARead(t *testing.T) {
 	}
 }
 
+// TestResendsAcrossEnvironments: one sender's resends, uncounted, spread
+// over four environments, so that most deliveries reach an environment
+// that never saw their key: once that class of deliveries is mostly
+// duplicates, a duplicate is answered by its read alone and a first
+// delivery pays its read and its transaction, one after the other. A
+// delivery never pays a read and a cancelled transaction.
+func TestResendsAcrossEnvironments(t *testing.T) {
+	e := newEnv(t)
+	stores := make([]*idem.Store, 4)
+	for i := range stores {
+		s, err := idem.New(idemtest.Client(idemtest.Endpoint(t), e.calls.Option), e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = s
+	}
+	msg := func(id string) idem.Message { return idem.Message{ID: id, Source: "relay", Payload: []byte("p")} }
+	var both int
+	for i := range 24 { // each message three times, each time to another environment
+		for d := range 3 {
+			got := e.deliverCounted(stores[(i+d)%len(stores)], msg(fmt.Sprint("m-", i)))
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			if got.outcome == idem.Duplicate && got.gets+got.txs != 1 {
+				t.Errorf("m-%d, delivery %d: a duplicate with %d GetItem and %d transactions, want one call", i, d+1, got.gets, got.txs)
+			}
+			if got.gets > 0 && got.txs > 0 {
+				both++
+			}
+		}
+	}
+	if both == 0 {
+		t.Error("no first delivery read its claim first: the deliveries new to each environment never passed ReadFirstAbove")
+	}
+	got := e.deliverCounted(stores[1], msg("m-4")) // m-4 went to environments 0, 1 and 2: settled here
+	if got.outcome != idem.Duplicate || got.gets != 1 || got.txs != 0 {
+		t.Errorf("a redelivery to an environment that settled it: want Duplicate for one GetItem, got %q %v with %d and %d", got.outcome, got.err, got.gets, got.txs)
+	}
+	got = e.deliverCounted(stores[3], msg("new"))
+	if got.outcome != idem.Processed || got.gets != 1 || got.txs != 1 {
+		t.Errorf("a first delivery among resends: want Processed for a GetItem and a transaction, got %q %v with %d and %d", got.outcome, got.err, got.gets, got.txs)
+	}
+	if got := e.balance(t, "acc-9"); got != 25*500 {
+		t.Errorf("balance: want %d, got %d", 25*500, got)
+	}
+}
+
 // TestReadFirstOnlyWhenDuplicatesAreMany: a sender whose deliveries are
 // all first deliveries makes no read.
 func TestReadFirstOnlyWhenDuplicatesAreMany(t *testing.T) {
 	e := newEnv(t)
 	for i := range 20 {
-		e.calls.Reset()
-		if _, err := e.store.Process(context.Background(), idem.Message{ID: fmt.Sprint("m-", i), Source: "calm"}, e.creditHandler(nil)); err != nil {
-			t.Fatal(err)
+		got := e.deliverCounted(e.store, idem.Message{ID: fmt.Sprint("m-", i), Source: "calm"})
+		if got.err != nil {
+			t.Fatal(got.err)
 		}
-		if n := e.calls.Count("GetItem"); n != 0 {
-			t.Fatalf("delivery %d: want no GetItem, got %d", i, n)
+		if got.gets != 0 {
+			t.Fatalf("delivery %d: want no GetItem, got %d", i, got.gets)
 		}
 	}
 }
 
 // TestRedeliveriesReadFirstDeliveriesDoNot: when the sender counts its
-// deliveries (Message.Attempt, SQS's receive count), a redelivery storm
-// makes the redeliveries read their claim first, and only them: a first
-// attempt goes straight to its transaction, as does a duplicate the sender
-// counts as a first attempt (a producer's resend), which its claim's
-// condition still answers.
+// deliveries (Message.Attempt, SQS's receive count), a redelivery reads
+// its claim first and a first attempt goes straight to its transaction,
+// in an environment that never saw the key; in one that settled it, every
+// delivery of the key reads first, whatever its count (a producer's
+// resend of a message processed here).
 func TestRedeliveriesReadFirstDeliveriesDoNot(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	deliverWith := func(h idem.Handler, id string, attempt int) (idem.Outcome, int, int) {
-		t.Helper()
-		e.calls.Reset()
-		res, err := e.store.Process(ctx, idem.Message{ID: id, Source: "queue", Payload: []byte("p"), Attempt: attempt}, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Outcome, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems")
+	msg := func(id string, attempt int) idem.Message {
+		return idem.Message{ID: id, Source: "queue", Payload: []byte("p"), Attempt: attempt}
 	}
 	for i := range 12 { // a redelivery storm: each message received 3 times
 		for attempt := 1; attempt <= 3; attempt++ {
-			deliverWith(e.creditHandler(nil), fmt.Sprint("m-", i), attempt)
+			if got := e.deliverCounted(e.store, msg(fmt.Sprint("m-", i), attempt)); got.err != nil {
+				t.Fatal(got.err)
+			}
 		}
 	}
-	deliver := func(id string, attempt int) (idem.Outcome, int, int) {
-		t.Helper()
-		return deliverWith(e.slowCredit(), id, attempt)
+	other, err := idem.New(idemtest.Client(idemtest.Endpoint(t), e.calls.Option), e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name      string
-		id        string
-		attempt   int
-		want      idem.Outcome
-		gets, txs int
+		name  string
+		store *idem.Store
+		msg   idem.Message
+		want  calls
 	}{
-		{"a first attempt", "new", 1, idem.Processed, 0, 1},
-		{"a redelivery", "m-0", 2, idem.Duplicate, 1, 0},
-		{"a fourth receive, a redelivery too", "m-3", 4, idem.Duplicate, 1, 0},
-		{"a count below 1, not counted", "m-4", -1, idem.Duplicate, 0, 1},
-		{"a producer's resend, counted as a first attempt", "m-1", 1, idem.Duplicate, 0, 1},
-		{"a sender that does not count, its own share", "m-2", 0, idem.Duplicate, 0, 1},
+		{"a first attempt", e.store, msg("new", 1), calls{idem.Processed, nil, 0, 1}},
+		{"a producer's resend of a message settled here", e.store, msg("m-1", 1), calls{idem.Duplicate, nil, 1, 0}},
+		{"an uncounted resend of a message settled here", e.store, msg("m-2", 0), calls{idem.Duplicate, nil, 1, 0}},
+		{"elsewhere, a redelivery", other, msg("m-0", 2), calls{idem.Duplicate, nil, 1, 0}},
+		{"elsewhere, a fourth receive, a redelivery too", other, msg("m-3", 4), calls{idem.Duplicate, nil, 1, 0}},
+		{"elsewhere, a producer's resend counted as a first attempt", other, msg("m-5", 1), calls{idem.Duplicate, nil, 0, 1}},
+		{"elsewhere, a count below 1, not counted", other, msg("m-6", -1), calls{idem.Duplicate, nil, 0, 1}},
+		{"elsewhere, a redelivery of a message never committed", other, msg("late", 2), calls{idem.Processed, nil, 1, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, gets, txs := deliver(tc.id, tc.attempt)
-			if got != tc.want || gets != tc.gets || txs != tc.txs {
-				t.Errorf("want %v with %d GetItem and %d transactions, got %v with %d and %d", tc.want, tc.gets, tc.txs, got, gets, txs)
+			got := e.deliverCounted(tc.store, tc.msg)
+			if got != tc.want {
+				t.Errorf("want %v with %d GetItem and %d transactions, got %v %v with %d and %d", tc.want.outcome, tc.want.gets, tc.want.txs, got.outcome, got.err, got.gets, got.txs)
 			}
 		})
 	}
 }
 
-// slowTransactions holds each TransactWriteItems back before sending it,
-// and notes those called off meanwhile: DynamoDB's transactions are slower
-// than its reads, which the local server does not show.
-type slowTransactions struct {
-	hold      time.Duration
-	mu        sync.Mutex
-	calledOff int
-	sent      int
-}
-
-func (s *slowTransactions) RoundTrip(req *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
-		s.mu.Lock()
-		hold := s.hold
-		s.mu.Unlock()
-		select {
-		case <-time.After(hold):
-		case <-req.Context().Done():
-			s.mu.Lock()
-			s.calledOff++
-			s.mu.Unlock()
-			return nil, req.Context().Err()
-		}
-		s.mu.Lock()
-		s.sent++
-		s.mu.Unlock()
-	}
-	return http.DefaultTransport.RoundTrip(req)
-}
-
-// TestReadBesideTheTransaction: in a storm the read goes out beside the
-// transaction. A duplicate is answered by the read while its transaction
-// is still held back; the transaction is not cut short (that would close
-// its connection) but runs to its end unwaited for and fails its claim's
-// condition. A first delivery's read finds nothing and the transaction
-// answers; a key reuse the read finds is refused as the claim's condition
-// would refuse it. One credit per message.
-func TestReadBesideTheTransaction(t *testing.T) {
+// TestAForgottenClaimIsProcessedAgain: a claim deleted by hand (idem
+// forget, to have its message processed again) whose redelivery reaches
+// the environment that settled it: the read finds nothing, the
+// transaction commits, and the effect is applied again, once.
+func TestAForgottenClaimIsProcessedAgain(t *testing.T) {
 	e := newEnv(t)
-	slow := &slowTransactions{}
-	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: slow} }),
-		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	for i := range 12 { // a storm, each message three times: the sender's share of duplicates rises
-		for range 3 {
-			if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("m-", i), Source: "storm", Payload: []byte("p")}, e.creditHandler(nil)); err != nil {
-				t.Fatal(err)
-			}
+	msg := idem.Message{ID: "m-0", Source: "forgotten", Payload: []byte("p")}
+	for range 2 {
+		if got := e.deliverCounted(e.store, msg); got.err != nil {
+			t.Fatal(got.err)
 		}
-	}
-	counts := func() (int, int) {
-		slow.mu.Lock()
-		defer slow.mu.Unlock()
-		return slow.sent, slow.calledOff
-	}
-	for _, tc := range []struct {
-		name     string
-		id, body string
-		want     idem.Outcome
-		wantErr  error
-		sentBy   int // transactions sent when the delivery answered
-	}{
-		{"a duplicate: the read answers", "m-0", "p", idem.Duplicate, nil, 0},
-		{"a key reuse: the read answers", "m-1", "other", "", idem.ErrKeyReuse, 0},
-		{"a first delivery: the transaction answers", "new", "p", idem.Processed, nil, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			slow.mu.Lock()
-			slow.hold, slow.sent, slow.calledOff = 500*time.Millisecond, 0, 0
-			slow.mu.Unlock()
-			res, err := store.Process(ctx, idem.Message{ID: tc.id, Source: "storm", Payload: []byte(tc.body)}, e.creditHandler(nil))
-			sent, calledOff := counts()
-			if res.Outcome != tc.want || !errors.Is(err, tc.wantErr) || sent != tc.sentBy || calledOff != 0 {
-				t.Errorf("want %q %v with %d transaction(s) sent and none called off, got %q %v, %d and %d",
-					tc.want, tc.wantErr, tc.sentBy, res.Outcome, err, sent, calledOff)
-			}
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if sent, _ := counts(); sent == 1 {
-					break
-				}
-			}
-			if sent, calledOff := counts(); sent != 1 || calledOff != 0 {
-				t.Errorf("the transaction: want it sent once, to its end, got %d sent and %d called off", sent, calledOff)
-			}
-		})
-	}
-	if got := e.balance(t, "acc-9"); got != 13*500 {
-		t.Errorf("balance: want %d, got %d", 13*500, got)
-	}
-}
-
-// lateAnswers sends each transaction at once and holds its answer back,
-// and sends each read a moment later: the read then finds the claim the
-// transaction just made, before the transaction's answer is back.
-type lateAnswers struct{ answer, read time.Duration }
-
-func (l lateAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
-	switch target := req.Header.Get("X-Amz-Target"); {
-	case strings.HasSuffix(target, ".TransactWriteItems"):
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			return resp, err
-		}
-		select {
-		case <-time.After(l.answer):
-			return resp, nil
-		case <-req.Context().Done():
-			resp.Body.Close()
-			return nil, req.Context().Err()
-		}
-	case strings.HasSuffix(target, ".GetItem"):
-		time.Sleep(l.read)
-	}
-	return http.DefaultTransport.RoundTrip(req)
-}
-
-// TestReadFindsItsOwnClaim: a read sent beside a first delivery's
-// transaction that reaches DynamoDB after the commit finds the claim the
-// transaction made; the delivery is still Processed, not a Duplicate of
-// itself, and its effect applied once.
-func TestReadFindsItsOwnClaim(t *testing.T) {
-	e := newEnv(t)
-	late := &lateAnswers{}
-	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: late} }),
-		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for i := range 12 { // a storm: the sender's deliveries read their claims
-		for range 3 {
-			if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("m-", i), Source: "storm", Payload: []byte("p")}, e.creditHandler(nil)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	late.answer, late.read = time.Second, 200*time.Millisecond
-	res, err := store.Process(ctx, idem.Message{ID: "new", Source: "storm", Payload: []byte("p")}, e.creditHandler(nil))
-	if err != nil || res.Outcome != idem.Processed {
-		t.Fatalf("want Processed, got %s %v", res.Outcome, err)
-	}
-	if got := e.balance(t, "acc-9"); got != 13*500 {
-		t.Errorf("balance: want %d, got %d", 13*500, got)
-	}
-}
-
-// TestCountedRedeliveriesWaitForTheRead: a redelivery the sender counts
-// (Message.Attempt 2 or more), in a storm of them, waits for its read: a
-// duplicate is answered by the read alone, no transaction started, however
-// quick the handler; a first attempt goes straight to its transaction.
-func TestCountedRedeliveriesWaitForTheRead(t *testing.T) {
-	e := newEnv(t)
-	slow := &slowTransactions{}
-	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), e.calls.Option, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: slow} }),
-		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	deliver := func(id string, attempt int) (idem.Outcome, int, int) {
-		t.Helper()
-		e.calls.Reset()
-		res, err := store.Process(ctx, idem.Message{ID: id, Source: "queue", Payload: []byte("p"), Attempt: attempt}, e.creditHandler(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Outcome, e.calls.Count("GetItem"), e.calls.Count("TransactWriteItems")
-	}
-	for i := range 12 { // a redelivery storm: each message received 3 times
-		for attempt := 1; attempt <= 3; attempt++ {
-			deliver(fmt.Sprint("m-", i), attempt)
-		}
-	}
-	slow.mu.Lock()
-	slow.hold = 2 * time.Second // a transaction started would show in its time and its count
-	slow.mu.Unlock()
-	for _, tc := range []struct {
-		name      string
-		id        string
-		attempt   int
-		want      idem.Outcome
-		gets, txs int
-	}{
-		{"a redelivery: the read alone", "m-0", 2, idem.Duplicate, 1, 0},
-		{"a third receive: the read alone", "m-1", 3, idem.Duplicate, 1, 0},
-		{"a redelivery of a message never committed: the read, then the transaction", "late", 2, idem.Processed, 1, 1},
-		{"a first attempt: the transaction alone", "new", 1, idem.Processed, 0, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, gets, txs := deliver(tc.id, tc.attempt)
-			if got != tc.want || gets != tc.gets || txs != tc.txs {
-				t.Errorf("want %v with %d GetItem and %d transactions, got %v with %d and %d", tc.want, tc.gets, tc.txs, got, gets, txs)
-			}
-		})
-	}
-}
-
-// TestClaimForgottenUnderAReadsAnswer: a duplicate answered by its read
-// while its transaction is held back, and its claim deleted by hand
-// before the transaction arrives (idem forget, to have the message
-// processed again): the transaction commits, the effect applied once
-// under the new claim, and, the delivery having answered already, a WARN
-// line says so.
-func TestClaimForgottenUnderAReadsAnswer(t *testing.T) {
-	e := newEnv(t)
-	slow := &slowTransactions{}
-	var logs syncBuffer
-	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: slow} }),
-		e.processed, func(o *idem.Options) {
-			o.WritesInOneRegion = true
-			o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for i := range 12 {
-		for range 3 {
-			if _, err := store.Process(ctx, idem.Message{ID: fmt.Sprint("m-", i), Source: "storm", Payload: []byte("p")}, e.creditHandler(nil)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	slow.mu.Lock()
-	slow.hold = time.Second
-	slow.mu.Unlock()
-	res, err := store.Process(ctx, idem.Message{ID: "m-0", Source: "storm", Payload: []byte("p")}, e.creditHandler(nil))
-	if err != nil || res.Outcome != idem.Duplicate {
-		t.Fatalf("want the read's Duplicate, got %s %v", res.Outcome, err)
 	}
 	if _, err := e.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.processed,
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "storm#m-0"}}}); err != nil {
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "forgotten#m-0"}}}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(logs.String(), "committed after all"); {
-		time.Sleep(10 * time.Millisecond)
+	got := e.deliverCounted(e.store, msg)
+	if got.outcome != idem.Processed || got.gets != 1 || got.txs != 1 {
+		t.Errorf("want Processed after a read that found nothing, got %q %v with %d GetItem and %d transactions", got.outcome, got.err, got.gets, got.txs)
 	}
-	if !strings.Contains(logs.String(), `"key":"storm#m-0"`) || !strings.Contains(logs.String(), "committed after all") {
-		t.Errorf("want a WARN line naming the key, got %s", logs.String())
+	if got := e.balance(t, "acc-9"); got != 2*500 {
+		t.Errorf("balance: want %d, got %d", 2*500, got)
 	}
-	if got := e.balance(t, "acc-9"); got != 13*500 {
-		t.Errorf("balance: want %d (12 credits, and the forgotten message's again), got %d", 13*500, got)
-	}
-}
-
-// syncBuffer is a bytes.Buffer for a logger written from other goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

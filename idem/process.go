@@ -85,18 +85,10 @@ func (s *Store) deliver(ctx context.Context, msg Message, id Record, h Handler) 
 		cached = found
 		if lead != nil {
 			defer func() { lead.finish(res, err) }()
-			read := s.startRead(ctx, msg, id)
-			defer func() { s.rates.count(msg, res, err) }()
-			if read != nil && msg.Attempt > 1 {
-				// A redelivery the sender counts, in a storm of them, is a
-				// duplicate far more often than not: its read, waited for,
-				// answers it alone, for a read's units, with no handler run
-				// and no transaction to call off.
-				stored, found = read.wait(ctx)
-				read = nil
-			}
-			if !found {
-				res, err = s.run(ctx, msg, id, h, read)
+			class := s.classOf(msg, id.Key)
+			defer func() { s.rates.count(class, res, err) }()
+			if stored, found = s.readFirst(ctx, msg, id); !found {
+				res, err = s.run(ctx, msg, id, h)
 			}
 		}
 	}

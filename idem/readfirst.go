@@ -2,103 +2,61 @@ package idem
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/idemkit/kit/idem/internal/seam"
 )
 
-// When a sender's deliveries are mostly duplicates (a redelivery storm, a
-// relay resending a batch), a duplicate that reaches DynamoDB is found
-// sooner by a read of its claim than by the transaction its claim cancels:
-// on DynamoDB's published latencies a single-item read takes about a
-// third of a transaction (FACTS: PutItem 7.55 ms at p50, a 2-action
-// TransactWriteItems about 24). The read goes out beside the delivery's
-// transaction, not before it: a first delivery then takes its
-// transaction's time, and a duplicate the read's, its transaction (if
-// sent yet) left to fail its claim's condition unwaited for. A redelivery the sender counts (Message.Attempt 2
-// or more) waits for its read instead: in a storm of them nearly all are
-// duplicates, each answered by the read alone, and a first delivery among
-// them pays the read's time before its transaction. The claim's condition
-// still decides: a read that finds nothing, or a claim not final, only
-// costs its request.
+// A duplicate that reaches DynamoDB costs one call either way: a read of
+// its claim (GetItem, eventually consistent: 0.5 RRU, a documented price)
+// or the transaction its claim's condition cancels (its units are not
+// documented; FACTS). A delivery takes one way, never both at once: it
+// reads first when deliveries like it have lately been mostly duplicates
+// (Options.ReadFirstAbove), and goes straight to its transaction
+// otherwise. So a duplicate costs exactly one call, and a first delivery
+// at most two (the read that found nothing, then its transaction).
+//
+// "Like it" is a class of the sender's deliveries: a key this environment
+// saw settled before (nearly always a duplicate: the redelivery of a
+// message this environment processed), a redelivery the sender counts
+// (Message.Attempt 2 or more), a first attempt it counts, and a delivery
+// nobody counts. Each class keeps its own share of duplicates.
 
-// claimRead is a read of a delivery's claim, sent beside its handler and
-// transaction; done closes once it has an answer, which found says was a
-// final, unexpired claim (stored).
-type claimRead struct {
-	done   chan struct{}
-	stored Record
-	found  bool
-}
-
-// startRead sends the read of id's claim when the sender's recent
-// duplicates make it worth its cost; nil when they do not, or the client
-// has no GetItem. A failed read finds nothing: the transaction decides.
-// The read runs to its end even once nobody waits for it (detached, by
-// the invoke's deadline): a call cut short closes its connection, and the
-// next call pays for a new one (a TLS handshake, on AWS).
-func (s *Store) startRead(ctx context.Context, msg Message, id Record) *claimRead {
-	if s.reader == nil || !s.rates.high(msg, s.opts.ReadFirstAbove) {
-		return nil
-	}
-	own, _ := seam.Delivery(ctx).(*deliveryTrace) // a read's span counts no send
-	ctx, cancel := detached(ctx, own)
-	r := &claimRead{done: make(chan struct{})}
-	go func() {
-		defer cancel()
-		defer close(r.done)
-		defer func() { _ = recover() }() // a client's panic: nothing found, and the transaction, on the caller's goroutine, meets it
-		cctx, span := s.call(ctx, "GetItem", nil)
-		out, err := s.reader.GetItem(cctx, &dynamodb.GetItemInput{TableName: &s.table, Key: id.keyItem})
-		endCall(span, err)
-		if err != nil || len(out.Item) == 0 || isOutboxItem(out.Item) {
-			return
-		}
-		stored := s.decodeRecord(out.Item)
-		// A lease, or an expired claim: the claim's condition decides.
-		r.stored, r.found = stored, stored.Outcome != Pending && s.opts.Now().Before(stored.ExpiresAt)
-	}()
-	return r
-}
-
-// detached is ctx without its cancellation but with its deadline, for a
-// call that runs to its end after the delivery no longer waits for it;
-// its trace value is t (nil: none), so that its sends are not counted
-// toward a delivery that has settled.
-func detached(ctx context.Context, t *deliveryTrace) (context.Context, context.CancelFunc) {
-	ctx = seam.WithDelivery(context.WithoutCancel(ctx), t)
-	if dl, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, dl)
-	}
-	return ctx, func() {}
-}
-
-// wait waits for the read's answer: the final claim it found, if any.
-func (r *claimRead) wait(ctx context.Context) (Record, bool) {
-	select {
-	case <-r.done:
-		return r.stored, r.found
-	case <-ctx.Done():
+// readFirst reads id's claim when deliveries like msg have lately been
+// mostly duplicates, and returns it when it is final and unexpired: a
+// Duplicate (or a key reuse) answered for one read. A read not made, a
+// failed read, a claim still pending or expired: not found, and the
+// transaction's condition decides.
+func (s *Store) readFirst(ctx context.Context, msg Message, id Record) (Record, bool) {
+	if s.reader == nil || !s.rates.high(s.classOf(msg, id.Key), s.opts.ReadFirstAbove) {
 		return Record{}, false
 	}
-}
-
-// foundNow is the claim the read found, if it has answered already.
-func (r *claimRead) foundNow() (Record, bool) {
-	select {
-	case <-r.done:
-		return r.stored, r.found
-	default:
+	cctx, span := s.call(ctx, "GetItem", nil)
+	out, err := s.reader.GetItem(cctx, &dynamodb.GetItemInput{TableName: &s.table, Key: id.keyItem})
+	endCall(span, err)
+	if err != nil || len(out.Item) == 0 || isOutboxItem(out.Item) {
 		return Record{}, false
 	}
+	stored := s.decodeRecord(out.Item)
+	// A lease, or an expired claim: the claim's condition decides.
+	return stored, stored.Outcome != Pending && s.opts.Now().Before(stored.ExpiresAt)
+}
+
+// classOf is the class of deliveries msg belongs to, for its sender's
+// share of duplicates.
+func (s *Store) classOf(msg Message, key string) rateKey {
+	class := int8(min(max(msg.Attempt, 0), 2)) // a third receive says no more than a second
+	if s.settled.has(key, s.opts.Now()) {
+		class = classSettledHere
+	}
+	return rateKey{msg.Source, class}
 }
 
 // rates are each sender's recent share of duplicates among the deliveries
-// this Store settled, a moving average, in this environment; kept apart
-// for its first attempts, its later ones, and deliveries it does not
-// count (Message.Attempt).
+// this Store settled, a moving average, in this environment, one per
+// class of delivery (classOf).
 type rates struct {
 	mu sync.Mutex
 	m  map[rateKey]float64
@@ -107,35 +65,29 @@ type rates struct {
 // rateKey names one average: a sender's deliveries of one class.
 type rateKey struct {
 	source string
-	class  int8 // 0: not counted; 1: a first attempt; 2: a later one
+	class  int8 // 0: not counted; 1: a first attempt; 2: a later one; classSettledHere
 }
 
-// rateKeyOf is msg's average. A third receive says no more than a second
-// (a redelivery), so every later attempt shares one class.
-func rateKeyOf(msg Message) rateKey {
-	return rateKey{msg.Source, int8(min(max(msg.Attempt, 0), 2))}
-}
+// classSettledHere: deliveries of a key whose claim this environment saw
+// settled before.
+const classSettledHere int8 = 3
 
 // rateWeight is how much one delivery moves its class's average: about
-// the last 16 deliveries of that class count, however long ago (after a
-// storm a warm environment's redeliveries read first until about 16 more
-// of them have come).
+// the last 16 deliveries of that class count, however long ago.
 const rateWeight = 1.0 / 16
 
-// maxRateKeys bounds the averages a Store keeps (up to 3 a sender); past
+// maxRateKeys bounds the averages a Store keeps (up to 4 a sender); past
 // it the map starts afresh (senders are few: queues, routes, providers).
 const maxRateKeys = 1024
 
-// high says whether the recent share of duplicates among deliveries like
-// msg (its sender's, its attempt's) is above limit; a negative limit never
-// is.
-func (r *rates) high(msg Message, limit float64) bool {
+// high says whether the recent share of duplicates of class k is above
+// limit; a negative limit never is.
+func (r *rates) high(k rateKey, limit float64) bool {
 	if limit < 0 {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := rateKeyOf(msg)
 	share, ok := r.m[k]
 	if !ok {
 		share = k.prior()
@@ -143,22 +95,23 @@ func (r *rates) high(msg Message, limit float64) bool {
 	return share > limit
 }
 
-// prior is a class's share before any of its deliveries settled: a
-// redelivery the sender counts is taken for a duplicate until its
-// sender's show otherwise (in a storm most are, and a cold environment's
-// first ones then read instead of paying a cancelled transaction each);
-// other deliveries for first ones.
+// prior is a class's share before any of its deliveries settled: a key
+// settled here before, and a redelivery the sender counts, are taken for
+// duplicates until their class shows otherwise (a cold environment's
+// first redeliveries in a storm then read instead of paying a cancelled
+// transaction each); other deliveries for first ones.
 func (k rateKey) prior() float64 {
-	if k.class == 2 {
+	if k.class >= 2 {
 		return 1
 	}
 	return 0
 }
 
-// count adds a settled delivery to its class's average, unless no call
-// settled it (the cache's answer, or another delivery's in this process):
-// the average is of the deliveries a read could have spared a transaction.
-func (r *rates) count(msg Message, res Result, err error) {
+// count adds a delivery of class k, settled in res, err, to its class's
+// average, unless no call settled it (the cache's answer, or another
+// delivery's in this process): the average is of the deliveries a read
+// could have spared a transaction.
+func (r *rates) count(k rateKey, res Result, err error) {
 	o := res.Outcome
 	if err != nil || res.Cached || o != Processed && o != Duplicate && o != Rejected {
 		return
@@ -172,10 +125,67 @@ func (r *rates) count(msg Message, res Result, err error) {
 	if r.m == nil || len(r.m) >= maxRateKeys {
 		r.m = map[rateKey]float64{}
 	}
-	k := rateKeyOf(msg)
 	share, ok := r.m[k]
 	if !ok {
 		share = k.prior()
 	}
 	r.m[k] = share + rateWeight*(x-share)
+}
+
+// settledKeys remembers, as hashes, the last keys whose claims this Store
+// saw settled (committed, or found committed), each until its claim
+// expires, so that a redelivery to the same environment reads its claim
+// instead of paying a cancelled transaction. Only the way is chosen from
+// it: DynamoDB's answer decides, so a hash that collides, or a claim
+// deleted since, costs at most a read.
+type settledKeys struct {
+	mu   sync.Mutex
+	seed maphash.Seed
+	at   map[uint64]int // hash → its place in ring
+	ring []settledKey
+	next int
+}
+
+type settledKey struct {
+	hash    uint64
+	expires int64 // the claim's ExpiresAt, epoch seconds
+}
+
+// settledKeysKept is how many keys a Store remembers: about 130 KB, and
+// several minutes of a busy sender's messages.
+const settledKeysKept = 4096
+
+func newSettledKeys() *settledKeys {
+	return &settledKeys{seed: maphash.MakeSeed(), at: make(map[uint64]int, settledKeysKept), ring: make([]settledKey, 0, settledKeysKept)}
+}
+
+// has says whether key's claim was seen settled here and is unexpired at
+// now.
+func (k *settledKeys) has(key string, now time.Time) bool {
+	h := maphash.String(k.seed, key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	i, ok := k.at[h]
+	return ok && now.Unix() < k.ring[i].expires
+}
+
+// add remembers rec's key until rec expires.
+func (k *settledKeys) add(rec Record) {
+	e := settledKey{maphash.String(k.seed, rec.Key), rec.ExpiresAt.Unix()}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if i, ok := k.at[e.hash]; ok {
+		k.ring[i] = e
+		return
+	}
+	if len(k.ring) < settledKeysKept {
+		k.at[e.hash] = len(k.ring)
+		k.ring = append(k.ring, e)
+		return
+	}
+	if old := k.ring[k.next].hash; k.at[old] == k.next {
+		delete(k.at, old)
+	}
+	k.ring[k.next], k.at[e.hash] = e, k.next
+	k.next = (k.next + 1) % settledKeysKept
 }

@@ -19,17 +19,14 @@ import (
 // refuse (check.go), then committed with its claim (transact.go).
 
 // run runs h for msg, identified as id, and commits its effect with the
-// claim; a read of the claim, when one was sent, may answer first.
-func (s *Store) run(ctx context.Context, msg Message, id Record, h Handler, read *claimRead) (Result, error) {
+// claim.
+func (s *Store) run(ctx context.Context, msg Message, id Record, h Handler) (Result, error) {
 	rec, eff, err := s.prepare(ctx, msg, id, h)
 	if err != nil {
 		return Result{}, err
 	}
 	if err := s.checkTable(ctx, id.Key); err != nil {
 		return Result{}, err
-	}
-	if read != nil {
-		return s.commitBesideRead(ctx, id, rec, eff, read)
 	}
 	return s.commitEffect(ctx, rec, eff)
 }

@@ -38,7 +38,8 @@ type Store struct {
 	obs       observer
 	cache     *cache // nil without Options.CacheSize
 	inflight  inflight
-	rates     *rates // each sender's recent duplicates, for ReadFirstAbove
+	rates     *rates       // each sender's recent duplicates, for ReadFirstAbove
+	settled   *settledKeys // keys whose claims this Store saw settled
 	tracer    trace.Tracer
 	// keyNames are the claims table's key attribute names, sorted, as
 	// validateEffect compares them.
@@ -102,7 +103,7 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 	reader, _ := client.(GetItemAPI)
 	updater, _ := client.(UpdateItemAPI)
 	describer, _ := client.(DescribeTableAPI)
-	return &Store{client: client, reader: reader, updater: updater, describer: describer, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r,
+	return &Store{client: client, reader: reader, updater: updater, describer: describer, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r, settled: newSettledKeys(),
 		tracer: tp.Tracer(tracerName), keyNames: keyNames,
 		claimNames: map[string]string{"#k": o.Attributes.Key, "#e": o.Attributes.ExpiresAt}}, nil
 }

@@ -38,10 +38,11 @@
 // failure in a group every later record of that group is reported failed
 // without being processed; other groups go on. Each record's
 // ApproximateReceiveCount is its idem.Message.Attempt (0 when missing or
-// unreadable: only the hint is lost): in a redelivery storm the
-// redeliveries read their claim before their transaction
-// (idem.Options.ReadFirstAbove), and first receives do not. Per record
-// only: BatchTransactions and Lease read no claim first.
+// unreadable: only the hint is lost): a redelivery reads its claim
+// instead of sending its transaction, and a first receive sends its
+// transaction alone, unless the environment settled its key before
+// (idem.Options.ReadFirstAbove). Per record only: BatchTransactions and
+// Lease read no claim first.
 //
 // Options.BatchTransactions trades that concurrency for fewer calls: the
 // batch goes through idem.Store.ProcessBatch, which packs the records'

@@ -76,8 +76,10 @@ func TestServeHTTPOverTheWire(t *testing.T) {
 		})
 	}
 	host := strings.TrimPrefix(srv.URL, "http://")
-	if want := "POST /webhooks/credits " + host; len(sources) != 2 || sources[0] != want || sources[1] != want {
-		t.Errorf("want the Handler run twice (the second a Duplicate) with Source and Host %q, got %q", want, sources)
+	// The replay is a redelivery to the environment that settled it: its
+	// read of the claim answers it before the Handler would run.
+	if want := "POST /webhooks/credits " + host; len(sources) != 1 || sources[0] != want {
+		t.Errorf("want the Handler run once with Source and Host %q, got %q", want, sources)
 	}
 	if b := e.Balance(t, "acc-9"); b != 500 {
 		t.Errorf("want one credit of 500, got %d", b)

@@ -53,19 +53,17 @@
 //     32 untimed ones that let the kit's per-sender share of duplicates
 //     settle (a moving average over about 16 deliveries, which
 //     ReadFirstAbove is compared with). This kit with its defaults
-//     (ReadFirstAbove 0.3: above it the read of the claim goes out beside
-//     the handler and the transaction), and with ReadFirstAbove -1 (never
-//     reads); the Go two-phase lock (the lock-then-complete algorithm of
+//     (ReadFirstAbove 0.3: deliveries like it mostly duplicates, a
+//     delivery reads its claim before its transaction, and sends none
+//     when the read finds it), and with ReadFirstAbove -1 (never reads);
+//     the Go two-phase lock (the lock-then-complete algorithm of
 //     Powertools and its Go port); the floor (one 2-action
 //     TransactWriteItems per first delivery, one GetItem per duplicate,
 //     no idempotency code); and Powertools for TypeScript with its
 //     default configuration through bench.js, the same orders on the same
 //     servers. For each: first-delivery and duplicate p50 and p99, their
-//     mean, calls per delivery by operation and double effects; what
-//     became of this kit's transactions beside a read (not started,
-//     called off before it was sent, left to run unwaited for, called off
-//     in flight, answered:
-//     counted where the SDK starts a call and where it hands it to HTTP);
+//     mean, calls per delivery by operation and double effects; how this
+//     kit answered its duplicates (a read, or a cancelled transaction);
 //     and what a message costs per stream in request units and dollars,
 //     by DynamoDB's documentation. The targets are judged on the model's
 //     figures, per stream: this kit's first-delivery p50, and its mean

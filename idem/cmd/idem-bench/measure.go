@@ -40,7 +40,6 @@ type latency struct {
 type setup struct {
 	strategy strategy
 	calls    *idemtest.CallCounter
-	sends    *sendCounter       // where the streams count what reached HTTP
 	outcomes *idemtest.Outcomes // where the streams count this kit's answers
 	client   *dynamodb.Client
 	accounts string

@@ -54,12 +54,7 @@ const (
 // of the way toward each delivery's 0 or 1: 32 messages, 34 deliveries in
 // the rarest stream and 96 in the storm, leave it within (15/16)^34, 11%,
 // of its start's distance from its settled value (0.006 in the rare
-// stream, whose value is 0.05), and within 0.2% in the storm. Records
-// with receive counts keep first attempts and redeliveries apart: the
-// first attempts' share settles as above, but the rare stream's warm-up
-// holds about 2 redeliveries where 6 lift theirs past ReadFirstAbove, so
-// some of its timed duplicates still pay a transaction (the report says
-// so).
+// stream, whose value is 0.05), and within 0.2% in the storm.
 const streamWarm = 32
 
 // dupWindow is how far behind its first delivery a duplicate may come: a

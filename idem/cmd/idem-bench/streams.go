@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
@@ -30,33 +29,17 @@ import (
 // deliveries on one server.
 type streamStats struct {
 	first, dup       []time.Duration
-	opsFirst, opsDup map[string]int // calls started by operation, summed
-	// What reached HTTP, where counted (the Go strategies): requests sent
-	// by operation, those called off in flight, connections opened.
-	sentFirst, sentDup map[string]int
-	offFirst, offDup   map[string]int
-	connsFirst         int
-	connsDup           int
-	fates              [txFates]int // the timed duplicates that read their claim, by their transaction's fate
-	// firstAsDup are timed first deliveries this kit answered Duplicate:
-	// its read found the claim its own transaction had just committed.
-	firstAsDup int
-	doubles    int // messages credited more than once, the warm-up's included
+	opsFirst, opsDup map[string]int // calls by operation, summed
+	doubles          int            // messages credited more than once, the warm-up's included
 }
 
-func (st *streamStats) add(d delivery, took time.Duration, ops map[string]int, sn sends) {
-	list, sum, sent, off, conns := &st.first, &st.opsFirst, &st.sentFirst, &st.offFirst, &st.connsFirst
+func (st *streamStats) add(d delivery, took time.Duration, ops map[string]int) {
+	list, sum := &st.first, &st.opsFirst
 	if d.dup {
-		list, sum, sent, off, conns = &st.dup, &st.opsDup, &st.sentDup, &st.offDup, &st.connsDup
-		if f, ok := fateOf(ops, sn); ok {
-			st.fates[f]++
-		}
+		list, sum = &st.dup, &st.opsDup
 	}
 	*list = append(*list, took)
 	addOps(sum, ops)
-	addOps(sent, sn.sent)
-	addOps(off, sn.calledOff)
-	*conns += sn.conns
 }
 
 func addOps(sum *map[string]int, ops map[string]int) {
@@ -136,8 +119,8 @@ func runStreams(ctx context.Context, servers []server, streams []stream, lines [
 	envs := make([][]env, len(lines))
 	for k := range lines {
 		for _, sv := range servers {
-			e := env{su: setup{calls: &idemtest.CallCounter{}, sends: &sendCounter{}, outcomes: &idemtest.Outcomes{}}}
-			e.su.client = idemtest.Client(sv.endpoint, e.su.calls.Option, e.su.sends.Option)
+			e := env{su: setup{calls: &idemtest.CallCounter{}, outcomes: &idemtest.Outcomes{}}}
+			e.su.client = idemtest.Client(sv.endpoint, e.su.calls.Option)
 			var err error
 			if e.processed, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-" + tag + "-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
 				return nil, err
@@ -168,20 +151,14 @@ func runStreams(ctx context.Context, servers []server, streams []stream, lines [
 			for k := range lines {
 				for j := range servers {
 					su := envs[k][j].su
-					before, sentBefore, dupsBefore := countOps(su.calls), su.sends.snapshot(), su.outcomes.Count(idem.Duplicate)
-					mark := &sendMark{}
+					before := countOps(su.calls)
 					start := time.Now()
-					if err := deliver[k][j](withSendMark(ctx, mark), m, d); err != nil {
+					if err := deliver[k][j](ctx, m, d); err != nil {
 						return nil, fmt.Errorf("%s, %s, on %s: %s: %w", st.name, lines[k].name, servers[j].name, m.id, err)
 					}
 					took := time.Since(start)
 					if d.timed {
-						sn := su.sends.since(sentBefore)
-						sn.unwaited = mark.unwaited()
-						out[s][k][j].add(d, took, opsSince(su.calls, before), sn)
-						if !d.dup && su.outcomes.Count(idem.Duplicate) > dupsBefore {
-							out[s][k][j].firstAsDup++
-						}
+						out[s][k][j].add(d, took, opsSince(su.calls, before))
 					}
 				}
 			}

@@ -54,25 +54,12 @@ func (c ruCost) dollars() string {
 	return fmt.Sprintf("$%.2f to $%.2f", lo, hi)
 }
 
-// billed are the calls DynamoDB bills a side of a stream for, per
-// delivery: those that reached HTTP where the strategy's sends were
-// counted (a call the kit called off before it was sent reaches nothing;
-// one left to run, or called off in flight, has reached DynamoDB and is
-// billed as run),
-// else those started (Powertools, counted by bench.js).
-func billed(started, sent map[string]int, n int) map[string]float64 {
-	if sent != nil {
-		return perDelivery(sent, n)
-	}
-	return perDelivery(started, n)
-}
-
 // messageCost is a message's units in stream st from a line's counts: its
 // first delivery and its share of duplicates.
 func messageCost(st stream, ss *streamStats) (first, dup, msg ruCost) {
 	firsts, dups := st.timed()
-	first = ruOf(billed(ss.opsFirst, ss.sentFirst, firsts), false)
-	dup = ruOf(billed(ss.opsDup, ss.sentDup, dups), true)
+	first = ruOf(perDelivery(ss.opsFirst, firsts), false)
+	dup = ruOf(perDelivery(ss.opsDup, dups), true)
 	return first, dup, first.plus(dup, float64(dups)/float64(max(firsts, 1)))
 }
 
@@ -86,7 +73,7 @@ func (r report) moneySection(p func(string, ...any)) {
 	p("A `GetItem`, eventually consistent, of an item under 4 KB: 0.5 read request unit (RRU). A committed 2-action `TransactWriteItems`: 4 write request units (WRU); a single-item write 1 WRU. ")
 	p("A 2-action transaction cancelled by its claim's condition: the developer guide says that DynamoDB \"performs two underlying reads or writes of every item in the transaction: one to prepare the transaction and one to commit the transaction\" (transaction-apis, \"Capacity management for transactions\"), and that when a condition \"evaluates to false during a conditional write, DynamoDB still consumes write capacity from the table\": one WCU when the item does not exist, otherwise by its size (WorkingWithItems, \"Capacity units consumed by conditional writes\"). ")
 	p("It does not say what a cancelled transaction consumes, and a cancelled transaction's response carries no `ConsumedCapacity` to read it from (observed on DynamoDB by paritysuite/dynamodb-conformance, pull request 67, June 2026); so it is given as a range, from 1 WRU per item, a failed conditional write's, to 2 per item, a committed transaction's: 2 to 4 WRU for 2 actions. ")
-	p("This kit's duplicate with its defaults, once its sender's duplicates pass `ReadFirstAbove`, is a read (0.5 RRU) and, when its transaction was sent before the read came back (a sender that does not count its deliveries), that transaction cancelled by its claim's condition (2 to 4 WRU), left to run unwaited for; a redelivery the sender counts waits for its read and sends no transaction when the read finds its claim; below the threshold, or with `-1`, the cancelled transaction alone. ")
+	p("This kit's duplicate is one call: a read (0.5 RRU) where deliveries like it have lately been mostly duplicates (`ReadFirstAbove`: a key this environment settled before, a redelivery the sender counts, or a sender whose deliveries new to this environment are mostly duplicates), else the transaction its claim's condition cancels (2 to 4 WRU); with `ReadFirstAbove -1` always the cancelled transaction. A first delivery is its transaction, with a read before it only where the read is taken for a likely duplicate's. ")
 	p("The Go two-phase lock's and Powertools' duplicate is a conditional `PutItem` that fails on an existing record under 1 KB: 1 WRU; their first delivery 3 single-item writes. ")
 	p("Prices: $%.3f per million WRU and $%.3f per million RRU, %s.\n\n", priceWRU, priceRRU, priceSource)
 	lines := x.statsLines()
@@ -101,24 +88,26 @@ func (r report) moneySection(p func(string, ...any)) {
 			p("| %s (%.2f duplicates per message) | %s | %s | %s | %s | %s |\n", st.name, float64(dups)/float64(firsts), l.name, f, d, m, m.dollars())
 		}
 	}
-	p("\nThis kit's duplicates with its defaults, by what became of their transaction when they read their claim (on the %s; a transaction is \"sent\" once the SDK hands it to its HTTP client with its context live, \"left to run\" when the delivery answered before its answer came, \"called off in flight\" when its context ended first), and a message's price per million as counted beside the two bounds: every duplicate a read alone, every one a read and a cancelled transaction. ", r.servers[j].name)
-	p("The kit does not cut a call short: Go's transport closes a connection whose request is called off in flight, and the next request opens another (a TCP handshake on this loopback, a TCP and TLS handshake to DynamoDB, which the model does not price); connections opened per delivery say how often that happens.\n\n")
-	p("The last column counts first deliveries this kit answered `Duplicate` because the read beside found the claim their own transaction had just committed (the effect applied once, the outcome misnamed, the time the read's): the model forwards a transaction late in its drawn time and after the reads that reached it first (`proxy.go`), as DynamoDB commits late, so few should.\n\n")
-	p("| stream | duplicates timed | read their claim | transaction not started (the read came back first, or a counted redelivery waited for it) | started, called off before it was sent | sent, left to run | sent, called off in flight | sent and answered | connections opened per delivery | per million messages: as counted | every duplicate a read alone | every duplicate a read + a cancelled transaction | first deliveries answered Duplicate |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("\nHow this kit answered its duplicates with its defaults (on the %s): by a read alone, or by the transaction their claim's condition cancelled, and the calls a first delivery made; a message's price per million as counted beside the two bounds: every duplicate a read, every duplicate a cancelled transaction.\n\n", r.servers[j].name)
+	p("| stream | duplicates timed | answered by a read | by a cancelled transaction | calls per duplicate | calls per first delivery | per million messages: as counted | every duplicate a read | every duplicate a cancelled transaction |\n|---|---|---|---|---|---|---|---|---|\n")
 	for s, st := range x.streams {
 		firsts, dups := st.timed()
 		ss := &x.stats[s][lineKit][j]
-		read := 0
-		for _, n := range ss.fates {
-			read += n
-		}
 		f, _, m := messageCost(st, ss)
 		perMsg := float64(dups) / float64(max(firsts, 1))
 		readOnly := f.plus(ruOf(map[string]float64{"GetItem": 1}, true), perMsg)
-		readTx := f.plus(ruOf(map[string]float64{"GetItem": 1, "TransactWriteItems": 1}, true), perMsg)
-		p("| %s | %d | %d | %d | %d | %d | %d | %d | %.2f | %s | %s | %s | %d of %d |\n", st.name, dups, read,
-			ss.fates[txNotStarted], ss.fates[txNotSent], ss.fates[txUnwaited], ss.fates[txCalledOff], ss.fates[txAnswered],
-			float64(ss.connsFirst+ss.connsDup)/float64(max(firsts+dups, 1)), m.dollars(), readOnly.dollars(), readTx.dollars(), ss.firstAsDup, firsts)
+		txOnly := f.plus(ruOf(map[string]float64{"TransactWriteItems": 1}, true), perMsg)
+		p("| %s | %d | %d | %d | %.2f | %.2f | %s | %s | %s |\n", st.name, dups, ss.opsDup["GetItem"], ss.opsDup["TransactWriteItems"],
+			float64(callsOf(ss.opsDup))/float64(max(dups, 1)), float64(callsOf(ss.opsFirst))/float64(max(firsts, 1)), m.dollars(), readOnly.dollars(), txOnly.dollars())
 	}
 	p("\n")
+}
+
+// callsOf is every call counted in ops.
+func callsOf(ops map[string]int) int {
+	n := 0
+	for _, c := range ops {
+		n += c
+	}
+	return n
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,52 +146,16 @@ func (r report) sweepSection(p func(string, ...any)) {
 }
 
 // expectedMs is what the model's distributions make a delivery of this
-// kit cost on average, from the calls it made, as its calls overlap: a
-// first delivery takes its transaction's time (a committed 2-action
-// transaction's mean), the read beside it none of its own; a duplicate
-// that did not read its claim a cancelled transaction's; one whose read
-// answered before its transaction was sent a GetItem's; one whose
-// transaction was sent the faster of the two (the mean of the minimum of
-// a GetItem's draw and a cancelled transaction's). No draw's luck is in
-// it, so it tells values apart that the measured mean's noise may not.
+// kit cost on average, from the calls it made, one after another: each
+// read a GetItem's mean, each first delivery's transaction a committed
+// 2-action transaction's, each duplicate's a cancelled one's. No draw's
+// luck is in it, so it tells values apart that the measured mean's noise
+// may not.
 func expectedMs(m *model, st streamStats) float64 {
 	get, _ := m.lookup("GetItem", 1, false)
 	tx, _ := m.lookup("TransactWriteItems", 2, false)
 	cancelled, _ := m.lookup("TransactWriteItems", 2, true)
-	read := 0
-	for _, n := range st.fates {
-		read += n
-	}
-	sum := float64(st.opsFirst["TransactWriteItems"])*tx.mean() +
-		float64(len(st.dup)-read)*cancelled.mean() +
-		float64(st.fates[txNotStarted]+st.fates[txNotSent])*get.mean() +
-		float64(st.fates[txUnwaited]+st.fates[txCalledOff]+st.fates[txAnswered])*meanMin(get, cancelled)
+	sum := float64(st.opsFirst["TransactWriteItems"])*tx.mean() + float64(st.opsDup["TransactWriteItems"])*cancelled.mean() +
+		float64(st.opsFirst["GetItem"]+st.opsDup["GetItem"])*get.mean()
 	return sum / float64(max(len(st.first)+len(st.dup), 1))
-}
-
-// meanMin is the mean, in milliseconds, of the smaller of two independent
-// draws from a and b: the integral over t of the chance that both
-// exceed t, taken in 20,000 steps up to 20 times the larger p99.
-func meanMin(a, b quantiles) float64 {
-	const steps = 20_000
-	end := 20 * max(a.p99, b.p99)
-	h := end / steps
-	sum := 0.0
-	for i := range steps {
-		t := (float64(i) + 0.5) * h
-		sum += a.survival(t) * b.survival(t)
-	}
-	return sum * h
-}
-
-// survival is the chance that a draw exceeds t milliseconds.
-func (q quantiles) survival(t float64) float64 {
-	sigma := math.Log(q.p99/q.p50) / z99
-	if sigma == 0 {
-		if t < q.p50 {
-			return 1
-		}
-		return 0
-	}
-	return 0.5 * math.Erfc((math.Log(t)-math.Log(q.p50))/(sigma*math.Sqrt2))
 }

@@ -147,7 +147,7 @@ func consequences(v claimView, now time.Time) []string {
 	}
 	if v.Outcome != string(idem.Pending) && !v.Expired { // a cache keeps committed claims, until they expire
 		n = append(n, fmt.Sprintf("Warm caches: an environment whose Store has Options.CacheSize (the reference functions keep 1,000 claims) and saw this claim answers its redeliveries Duplicate from memory, without reading the table, until the claim would have expired (%s) or the environment is recycled. To have it processed again at once, recycle the environments (update the function's configuration) after forgetting.", v.ExpiresAt.Format(time.RFC3339)))
-		n = append(n, "Reads: a consumer reading claims before its transaction (Options.ReadFirstAbove, when a sender's duplicates are many) reads eventually consistently, and may find the forgotten claim for a moment after the delete: a redelivery sent within a second of forgetting can still be answered Duplicate. Send it again after that.")
+		n = append(n, "Reads: a consumer reading claims before its transaction (Options.ReadFirstAbove: a redelivery to the environment that processed the message, or when a sender's duplicates are many) reads eventually consistently, and may find the forgotten claim for a moment after the delete: a redelivery sent within a second of forgetting can still be answered Duplicate. Send it again after that.")
 	}
 	switch {
 	case len(v.Outbox) > 0:
