@@ -56,7 +56,7 @@ type BatchResult struct {
 // must keep an order, such as a FIFO message group's, passes at most one
 // message of each group per call.
 func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler) []BatchResult {
-	b := &batchRun{s: s, out: make([]BatchResult, len(msgs)), known: make(map[string]Record, len(msgs))}
+	b := &batchRun{s: s, out: make([]BatchResult, len(msgs)), known: make(map[string]Record, len(msgs)), retries: newRetries()}
 	ids := make([]Record, len(msgs))
 	classes := make([]rateKey, len(msgs)) // as each message came, before the batch settled its key
 	handler := func(i int) Handler {
@@ -121,13 +121,13 @@ func (s *Store) ProcessBatch(ctx context.Context, msgs []Message, h BatchHandler
 	for len(pending) > 0 || len(b.waiting) > 0 {
 		if len(pending) == 0 {
 			// Only conflicted messages are left: back off, then send them.
-			if err := b.s.sleep(ctx, b.backoff); err != nil {
+			if err := b.s.sleep(ctx, b.backoff, b.retries.until(ctx)); err != nil {
 				for _, e := range b.waiting {
 					if stored, ok := b.known[e.rec.Key]; ok {
 						b.settleAgainst(e, stored)
 						continue
 					}
-					b.done(e, Result{}, &RetryableError{Key: e.rec.Key, Attempts: e.sends, Err: err})
+					b.done(e, Result{}, e.retries.gaveUp(e.rec.Key, e.sends, e.refusal))
 				}
 				break
 			}
@@ -188,12 +188,13 @@ type entry struct {
 	targets []target                  // the items they touch; key "" is a whole table
 	size    int
 
-	trace     *deliveryTrace // the message's span
-	c         claimAction    // how its claim is made: afresh, or over an ended lease
-	over      bool           // its claim takes over a pending claim whose lease ended
-	sends     int            // requests that carried it, the SDK's retries included
-	conflicts int            // sends cancelled by its own conflict or throttling
-	alone     bool           // in a transaction of its own, after the server refused a shared one
+	trace   *deliveryTrace // the message's span
+	c       claimAction    // how its claim is made: afresh, or over an ended lease
+	over    bool           // its claim takes over a pending claim whose lease ended
+	sends   int            // requests that carried it, the SDK's retries included
+	retries retries        // of the sends cancelled by its own contention or throttling
+	refusal error          // the last of those cancellations
+	alone   bool           // in a transaction of its own, after the server refused a shared one
 }
 
 // batchRun is one ProcessBatch call's state.
@@ -205,9 +206,12 @@ type batchRun struct {
 	known map[string]Record
 	// waiting holds the messages that wait out a backoff after a conflict
 	// or throttling, and later messages with their keys; backoff is the
-	// most conflicts one of them has met.
+	// most refusals one of them has met.
 	waiting []*entry
 	backoff int
+	// retries times the batch's contention: it is retried until the
+	// context's deadline, less a reserve, as in Process.
+	retries retries
 }
 
 // round sends the pending entries in as few transactions as fit and
@@ -293,7 +297,7 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 	}
 	if !readable {
 		for _, e := range es {
-			if b.settle(e, err, &sent) {
+			if b.settle(ctx, e, err, &sent) {
 				again = append(again, e)
 			}
 		}
@@ -310,7 +314,7 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 		}
 		culprits++
 		own := &types.TransactionCanceledException{Message: tce.Message, CancellationReasons: reasons}
-		if b.settle(e, own, &sent) {
+		if b.settle(ctx, e, own, &sent) {
 			again = append(again, e)
 		}
 	}
@@ -341,7 +345,7 @@ func isValidationException(err error) bool {
 // error, as commit does. It says whether e is to be sent again at once, to
 // record its rejection; after a conflict or throttling within MaxAttempts,
 // e goes to b.waiting instead.
-func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
+func (b *batchRun) settle(ctx context.Context, e *entry, err error, sent *sendLog) bool {
 	retry := retryable(err)
 	var res Result
 	if !retry {
@@ -356,13 +360,13 @@ func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
 		b.measure([]*entry{e})
 		return true
 	case retry:
-		e.conflicts++
-		if e.conflicts < b.s.opts.MaxAttempts {
+		e.retries.start, e.refusal = b.retries.start, err
+		if e.retries.refused(ctx, b.s, err) {
 			b.waiting = append(b.waiting, e)
-			b.backoff = max(b.backoff, e.conflicts)
+			b.backoff = max(b.backoff, e.retries.refusals)
 			return false
 		}
-		err = &RetryableError{Key: e.rec.Key, Attempts: e.sends, Err: err}
+		err = e.retries.gaveUp(e.rec.Key, e.sends, err)
 	case errors.As(err, &re):
 		re.Attempts = e.sends // every send of this message, not just this call's
 	case e.rej == nil && e.eff.Rejected != nil && errors.As(err, &rej):

@@ -27,6 +27,10 @@ var (
 	// deadline being within its margin, or the context done. Nothing was
 	// done; it comes back with the batch's retry.
 	ErrDeadline = errors.New("idem: not started: the deadline is near")
+	// ErrContended: the delivery's transaction met other transactions on
+	// its items until it ran out of time (a *ContendedError). Nothing was
+	// committed; it matches ErrRetryable too.
+	ErrContended = errors.New("idem: contended until the deadline")
 )
 
 // InvalidError reports a message or effect that was not sent because
@@ -108,6 +112,40 @@ func (e *RetryableError) Error() string {
 
 func (e *RetryableError) Is(target error) bool { return target == ErrRetryable }
 func (e *RetryableError) Unwrap() error        { return e.Err }
+
+// ContendedError reports a delivery whose transaction DynamoDB cancelled
+// for contention (another transaction writing one of its items at that
+// moment) on every attempt until its time ran out: the context's deadline
+// less a reserve for the answer, or, with no deadline, 30 seconds.
+// Nothing was committed; retrying is safe, and the item's contention is
+// the thing to look at (the guide's hot items).
+type ContendedError struct {
+	Key string
+	// Attempts is how many times the transaction was sent.
+	Attempts int
+	// Waited is how long the delivery kept trying.
+	Waited time.Duration
+	// Claim says the contended item was the message's own claim: another
+	// delivery of the message was committing it (counted InFlight, not
+	// Contended).
+	Claim bool
+	// Err is the last attempt's cancellation.
+	Err error
+}
+
+func (e *ContendedError) Error() string {
+	what := "its effect's items"
+	if e.Claim {
+		what = "its claim"
+	}
+	return fmt.Sprintf("idem: %q: contended: %s written by other transactions through %d send(s) over %v, until the deadline: %v",
+		e.Key, what, e.Attempts, e.Waited.Round(time.Millisecond), e.Err)
+}
+
+func (e *ContendedError) Is(target error) bool {
+	return target == ErrContended || target == ErrRetryable
+}
+func (e *ContendedError) Unwrap() error { return e.Err }
 
 // HandlerError wraps the error a Handler returned; nothing was committed.
 type HandlerError struct {

@@ -78,12 +78,16 @@ type Options struct {
 	// response is an *InvalidError and commits nothing. Defaults to 65,536.
 	MaxResponseBytes int
 
-	// MaxAttempts bounds how many times a call is sent that DynamoDB
-	// answered with contention or throttling, within the context's
-	// deadline: a transaction cancelled by a transaction conflict or
-	// throttling, and a lease's UpdateItem answered
-	// TransactionConflictException or ReplicatedWriteConflictException.
-	// Past it the delivery is a *RetryableError. Defaults to 5.
+	// MaxAttempts bounds how many times a transaction is sent that
+	// DynamoDB throttled (a cancellation naming ThrottlingError or
+	// ProvisionedThroughputExceeded), within the context's deadline; past
+	// it the delivery is a *RetryableError. Contention is not bounded by
+	// it: a transaction cancelled by transaction conflicts alone, and a
+	// lease's UpdateItem answered TransactionConflictException or
+	// ReplicatedWriteConflictException, are sent again for as long as the
+	// delivery has time (the context's deadline less 250 milliseconds, or
+	// 30 seconds when the context has none), then the delivery is a
+	// *ContendedError. Defaults to 5.
 	MaxAttempts int
 
 	// BackoffBase is the first retry's largest delay; each retry doubles it,

@@ -46,6 +46,12 @@ const (
 	// then applied nothing (*FencedError): another delivery took the claim
 	// over after the lease ended.
 	Fenced Outcome = "Fenced"
+	// Contended: the transaction met other transactions on its effect's
+	// items on every attempt until the delivery's time ran out
+	// (*ContendedError); nothing was committed, and the delivery is to be
+	// retried. Counted apart from Failed: the item is hotter than one
+	// transaction at a time (the guide's hot items).
+	Contended Outcome = "Contended"
 
 	// Pending is a claim record's outcome while a lease holds it; never a
 	// delivery's.
@@ -118,6 +124,8 @@ func outcomeOf(res Result, err error) Outcome {
 		return InFlight
 	case errors.Is(err, ErrFenced):
 		return Fenced
+	case errors.Is(err, ErrContended):
+		return Contended
 	}
 	return Failed
 }
@@ -149,7 +157,7 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, id 
 	switch outcome {
 	case Processed:
 		level = slog.LevelDebug
-	case KeyReuse, Failed, Fenced:
+	case KeyReuse, Failed, Fenced, Contended:
 		level = slog.LevelWarn
 	}
 	if o.log.Enabled(ctx, level) {

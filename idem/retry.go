@@ -68,49 +68,128 @@ func isContention(err error) bool {
 	return code == contentionTransaction || code == contentionReplicated
 }
 
-// claimContended says whether err is a *RetryableError whose last
-// attempt met another write on the claim's own item: a lease's call
-// answered with contention, or a transaction cancelled with
-// TransactionConflict on its first action, the claim. Another delivery of
-// the message was committing it: the outcome is InFlight, not Failed.
+// claimContended says whether err says that another write held the
+// claim's own item through the delivery's attempts: a *ContendedError on
+// the claim, or a *RetryableError of a lease's call answered with
+// contention. Another delivery of the message was committing it: the
+// outcome is InFlight, not Failed.
 func claimContended(err error) bool {
+	var ce *ContendedError
+	if errors.As(err, &ce) {
+		return ce.Claim
+	}
 	var re *RetryableError
-	if !errors.As(err, &re) {
-		return false
-	}
+	return errors.As(err, &re) && isContention(re.Err)
+}
+
+// contendedOnly says whether err refused a call for contention alone: a
+// cancellation whose reasons name TransactionConflict and nothing else
+// but None, or a single-item call's contention exception (always on the
+// claim's item: the calls a Store makes alone are a lease's); claim, when
+// the transaction's first action, the claim, was among those held.
+func contendedOnly(err error) (contended, claim bool) {
 	var tce *types.TransactionCanceledException
-	if errors.As(re.Err, &tce) {
-		r := tce.CancellationReasons
-		return len(r) > 0 && aws.ToString(r[0].Code) == "TransactionConflict"
+	if !errors.As(err, &tce) {
+		c := isContention(err)
+		return c, c
 	}
-	return isContention(re.Err)
+	for i, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "", "None":
+		case "TransactionConflict":
+			contended, claim = true, claim || i == 0
+		default:
+			return false, false
+		}
+	}
+	return contended, claim
 }
 
-// retryContention runs call until it returns anything but contention, at
-// most Options.MaxAttempts times, with the Store's backoff between
-// attempts; past them, or when the backoff would outlast ctx, it returns
-// the last contention error, which callError reads as retryable.
+// A call refused for contention did nothing, and another transaction will
+// soon let go of the item: it is sent again, after a jittered backoff,
+// for as long as the delivery has time, the context's deadline less
+// contentionReserve (for the answer to reach the sender), or
+// contentionWithoutDeadline after the first attempt. A call refused for
+// throttling is sent again at most Options.MaxAttempts times.
+const (
+	contentionReserve         = 250 * time.Millisecond
+	contentionWithoutDeadline = 30 * time.Second
+)
+
+// retries is the retry state of one call, or of one message of a batch.
+type retries struct {
+	start     time.Time // of the first attempt
+	refusals  int
+	throttled int
+	contended bool // the last refusal was contention alone
+	claim     bool // on the claim's own item
+}
+
+func newRetries() retries { return retries{start: time.Now()} }
+
+// refused notes err, a refusal worth another attempt (retryable), and
+// says whether one is allowed: contention within the delivery's time,
+// throttling within Options.MaxAttempts.
+func (r *retries) refused(ctx context.Context, s *Store, err error) bool {
+	r.refusals++
+	if r.contended, r.claim = contendedOnly(err); r.contended {
+		return time.Now().Before(r.until(ctx))
+	}
+	r.throttled++
+	return r.throttled < s.opts.MaxAttempts
+}
+
+// until is when the delivery stops retrying contention.
+func (r *retries) until(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d.Add(-contentionReserve)
+	}
+	return r.start.Add(contentionWithoutDeadline)
+}
+
+// wait sleeps the backoff before the next attempt, or says why not: the
+// context ended, or the wait would outlast the delivery's time.
+func (r *retries) wait(ctx context.Context, s *Store) error {
+	return s.sleep(ctx, r.refusals, r.until(ctx))
+}
+
+// gaveUp is the error of a call that will not be sent again after err,
+// sent sends times: a *ContendedError after contention, else a
+// *RetryableError.
+func (r *retries) gaveUp(key string, sends int, err error) error {
+	if r.contended {
+		return &ContendedError{Key: key, Attempts: sends, Waited: time.Since(r.start), Claim: r.claim, Err: err}
+	}
+	return &RetryableError{Key: key, Attempts: sends, Err: err}
+}
+
+// retryContention runs call, a single-item call of a lease, until it
+// returns anything but contention or the delivery's time runs out, with
+// the Store's backoff between attempts; it then returns the last error,
+// which callError reads as retryable.
 func (s *Store) retryContention(ctx context.Context, call func() error) error {
-	for attempt := 1; ; attempt++ {
+	r := newRetries()
+	for {
 		err := call()
-		if !isContention(err) || attempt >= s.opts.MaxAttempts {
-			return err
-		}
-		if s.sleep(ctx, attempt) != nil {
+		if !isContention(err) || !r.refused(ctx, s, err) || r.wait(ctx, s) != nil {
 			return err
 		}
 	}
 }
 
-// sleep waits a full-jitter backoff, or returns early with the context's
-// error or when the wait would outlast its deadline.
-func (s *Store) sleep(ctx context.Context, attempt int) error {
+// sleep waits a full-jitter backoff after attempt refusals, or returns
+// early with the context's error or when the wait would end after until
+// (or the context's deadline).
+func (s *Store) sleep(ctx context.Context, attempt int, until time.Time) error {
 	ceiling := s.opts.BackoffMax
 	if shift := min(attempt-1, 30); s.opts.BackoffBase <= s.opts.BackoffMax>>shift {
 		ceiling = s.opts.BackoffBase << shift // cannot overflow: at most BackoffMax
 	}
 	d := time.Duration(rand.Int64N(int64(ceiling) + 1))
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+	if deadline, ok := ctx.Deadline(); ok && (until.IsZero() || deadline.Before(until)) {
+		until = deadline
+	}
+	if !until.IsZero() && time.Until(until) < d {
 		return context.DeadlineExceeded
 	}
 	t := time.NewTimer(d)

@@ -66,8 +66,11 @@ func TestAnswersAndRetries(t *testing.T) {
 		wantType  any
 	}{
 		{name: "conflict then commit", errs: []error{cancelled("TransactionConflict", "None"), cancelled("None", "ThrottlingError")}, wantCalls: 3},
-		{name: "conflict outlives attempts", errs: []error{cancelled("TransactionConflict"), cancelled("TransactionConflict"), cancelled("TransactionConflict")}, wantCalls: 3, wantErr: idem.ErrRetryable, wantType: new(*idem.RetryableError)},
-		{name: "deadline too near to wait", errs: []error{cancelled("TransactionConflict")}, deadline: time.Microsecond, wantCalls: 1, wantErr: idem.ErrRetryable},
+		{name: "throttling outlives attempts", errs: []error{cancelled("ThrottlingError"), cancelled("None", "ThrottlingError"), cancelled("ThrottlingError")}, wantCalls: 3, wantErr: idem.ErrRetryable, wantType: new(*idem.RetryableError)},
+		{name: "contention past MaxAttempts: sent again while there is time", errs: []error{cancelled("TransactionConflict"), cancelled("None", "TransactionConflict"), cancelled("TransactionConflict"), cancelled("TransactionConflict", "TransactionConflict"), cancelled("TransactionConflict")}, wantCalls: 6},
+		{name: "contention and throttling: bounded as throttling", errs: []error{cancelled("TransactionConflict", "ThrottlingError"), cancelled("TransactionConflict", "ThrottlingError"), cancelled("ThrottlingError", "TransactionConflict")}, wantCalls: 3, wantErr: idem.ErrRetryable, wantType: new(*idem.RetryableError)},
+		{name: "deadline too near to wait", errs: []error{cancelled("TransactionConflict")}, deadline: time.Microsecond, wantCalls: 1, wantErr: idem.ErrContended, wantType: new(*idem.ContendedError)},
+		{name: "deadline within the reserve: contended at once", errs: []error{cancelled("None", "TransactionConflict"), cancelled("None", "TransactionConflict")}, deadline: 100 * time.Millisecond, wantCalls: 1, wantErr: idem.ErrRetryable, wantType: new(*idem.ContendedError)},
 		{name: "SDK gave up retrying", errs: []error{&retry.MaxAttemptsError{Attempt: 3, Err: serverFault}}, wantCalls: 1, wantErr: idem.ErrRetryable},
 		{name: "server fault", errs: []error{serverFault}, wantCalls: 1, wantErr: idem.ErrRetryable},
 		{name: "validation by the server", errs: []error{cancelled("None", "ValidationError")}, wantCalls: 1, wantErr: idem.ErrInvalid, wantType: new(*idem.InvalidError)},
@@ -140,12 +143,12 @@ func TestNewRefusesBadOptions(t *testing.T) {
 
 // TestDefaultsAreApplied: a Store with no options writes its claims
 // under the documented attribute names, keeps them 30 days, sends a
-// conflicted transaction 5 times, and gives a sort key "IDEM".
+// throttled transaction 5 times, and gives a sort key "IDEM".
 func TestDefaultsAreApplied(t *testing.T) {
 	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	conflicts := make([]error, 6)
 	for i := range conflicts {
-		conflicts[i] = cancelled("TransactionConflict", "None")
+		conflicts[i] = cancelled("ThrottlingError", "None")
 	}
 	fake := &scripted{errs: conflicts}
 	store, err := idem.New(fake, "t", func(o *idem.Options) { o.Now = func() time.Time { return now }; o.BackoffMax = time.Microsecond })

@@ -123,13 +123,14 @@ func (s *Store) put(rec Record, condition string, names map[string]string, value
 }
 
 // commit sends c's claim of rec and writes as one transaction, retrying
-// conflicts and throttling with jittered backoff within ctx's deadline.
+// contention and throttling with jittered backoff (retries).
 func (s *Store) commit(ctx context.Context, c claimAction, rec Record, writes []types.TransactWriteItem) (Result, error) {
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, c.put(rec))
 	items = append(items, writes...)
 	var sent sendLog
-	for attempt := 1; ; attempt++ {
+	r := newRetries()
+	for {
 		// A new input each attempt, its ClientRequestToken nil: the SDK
 		// fills the token in and reuses it across its own retries, which
 		// makes an ambiguous commit safe to resend; our retries after a
@@ -146,11 +147,8 @@ func (s *Store) commit(ctx context.Context, c claimAction, rec Record, writes []
 		if !retryable(err) {
 			return s.failure(c, rec, writes, err, &sent)
 		}
-		if attempt >= s.opts.MaxAttempts {
-			return Result{}, &RetryableError{Key: rec.Key, Attempts: sent.count(), Err: err}
-		}
-		if err := s.sleep(ctx, attempt); err != nil {
-			return Result{}, &RetryableError{Key: rec.Key, Attempts: sent.count(), Err: err}
+		if !r.refused(ctx, s, err) || r.wait(ctx, s) != nil {
+			return Result{}, r.gaveUp(rec.Key, sent.count(), err)
 		}
 	}
 }

@@ -12,7 +12,7 @@
 // idem reports each outcome to its Observers, and this is one of them.
 //
 // The metric's name is the outcome (Processed, Duplicate, Rejected,
-// KeyReuse, Failed, Refused, InFlight, Fenced), its value 1, so an alarm
+// KeyReuse, Failed, Refused, InFlight, Fenced, Contended), its value 1, so an alarm
 // sums it per Source: the reference template alarms on each source's
 // duplicate rate and on any Failed or KeyReuse. A tenant's delivery
 // (idem.Message.Tenant, Lambda's tenant isolation mode) is counted per
