@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,11 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
 func (e *env) dlq(ctx context.Context, o dlqOptions) error {
@@ -120,88 +114,6 @@ func sourceText(f sourceFlag) string {
 		return strings.Join(per, ", ") + ", else each source queue's name"
 	}
 	return "each source queue's name (sqsconsumer's default)"
-}
-
-// act redrives the never-applied messages (each deleted from the DLQ only
-// once its copy was sent), finishes the redrive of those an earlier run
-// sent, and deletes the applied ones, as asked.
-func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMessage, fn sqsconsumer.KeyFunc) {
-	for _, m := range msgs {
-		switch {
-		case o.redrive && m.Class == classNever:
-			e.redrive(ctx, dlq, m, fn)
-		case o.redrive && m.Class == classSent:
-			m.Action = "deleted: its copy was sent by an earlier run"
-			if err := e.deleteMessage(ctx, dlq, m); err != nil {
-				m.Action = "not deleted: " + err.Error()
-			}
-		case o.deleteApplied && m.Class == classApplied:
-			m.Action = "deleted"
-			if err := e.deleteMessage(ctx, dlq, m); err != nil {
-				m.Action = "not deleted: " + err.Error()
-			}
-		}
-	}
-}
-
-// Actions summarize counts.
-const (
-	actionRedriven = "redriven"
-	actionDeleted  = "deleted"
-)
-
-// redrive sends m's copy to the queue it came from, remembering the send
-// in a marker first, and deletes m from the DLQ once the copy is sent.
-func (e *env) redrive(ctx context.Context, dlq *queue, m *dlqMessage, fn sqsconsumer.KeyFunc) {
-	q := m.route.q
-	if q == nil {
-		m.Action = "not sent: its source queue is unknown (" + m.route.why + ")"
-		return
-	}
-	in, err := copyInput(m, q, fn)
-	if err != nil {
-		m.Action = "not sent: " + err.Error()
-		return
-	}
-	token, err := e.claims.putMarker(ctx, m, dlq, q, e.now())
-	switch {
-	case errors.Is(err, errMarkedSent):
-		m.Class, m.Action = classSent, "not sent: an earlier run sent its copy meanwhile"
-		return
-	case err != nil:
-		m.Action = "not sent: the redrive marker could not be written: " + err.Error()
-		return
-	}
-	out, err := e.sqs.SendMessage(ctx, in)
-	if err != nil {
-		m.Action = "not sent: " + err.Error()
-		if derr := e.claims.dropMarker(context.WithoutCancel(ctx), m.MessageID, token); derr != nil {
-			m.Action += fmt.Sprintf(" (its redrive marker stays, saying a send began: %v)", derr)
-		}
-		return
-	}
-	copyID := aws.ToString(out.MessageId)
-	m.Action = actionRedriven
-	var notes []string
-	if err := e.claims.markSent(context.WithoutCancel(ctx), m.MessageID, token, copyID, e.now()); err != nil {
-		notes = append(notes, "its redrive marker still says the send began, so a later run may send a second copy, keyed as this one: "+err.Error())
-	}
-	if err := e.deleteMessage(ctx, dlq, m); err != nil {
-		m.Class, m.Detail = classSent, fmt.Sprintf("its copy %s was sent to %s, and it could not be deleted here: it is not sent again; the copy is keyed as it is", copyID, q.name)
-		notes = append(notes, fmt.Sprintf("not deleted from the DLQ (%v): a later run does not send it again, and deletes it with -redrive --yes", err))
-	}
-	if len(notes) > 0 {
-		m.Action += ", but " + strings.Join(notes, "; ")
-	}
-	m.Redrive = &marker{State: markerSent, Queue: q.url, Copy: copyID, At: e.now()}
-}
-
-func (e *env) deleteMessage(ctx context.Context, dlq *queue, m *dlqMessage) error {
-	_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlq.url), ReceiptHandle: m.msg.ReceiptHandle})
-	if err == nil {
-		m.deleted = true
-	}
-	return err
 }
 
 func printDLQ(w io.Writer, msgs []*dlqMessage, acted bool) {
