@@ -30,6 +30,8 @@ func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMess
 			if err := e.deleteMessage(ctx, dlq, m); err != nil {
 				m.Action = "not deleted: " + err.Error()
 			}
+		case o.redrive && m.Class == classPending && !m.leaseTo.IsZero():
+			m.Action = fmt.Sprintf("left: a delivery holds its lease until %s; -redrive --yes sends it once the lease has ended", when(m.leaseTo, e.now()))
 		}
 	}
 }

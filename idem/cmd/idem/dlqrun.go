@@ -27,6 +27,8 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 		return usagef("-hold %v: SQS takes a visibility timeout from 1s to 12h", o.hold)
 	case o.wait < 0 || o.wait > 20*time.Second:
 		return usagef("-wait %v: SQS long-polls from 0 to 20s", o.wait)
+	case o.keyLifetime <= 0:
+		return usagef("-key-lifetime %v: want the consumer's LeaseOptions.KeyLifetime, a positive duration (24h by default)", o.keyLifetime)
 	case o.yes && !o.redrive && !o.deleteApplied:
 		return usagef("--yes confirms -redrive or -delete-applied, and neither was given")
 	}
@@ -71,7 +73,7 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 	now := e.now()
 	for _, m := range msgs {
 		m.route = routes.of(ctx, m)
-		if err := e.classify(ctx, m, fn, o.body == "any", now); err != nil {
+		if err := e.classify(ctx, m, fn, o, now); err != nil {
 			return err
 		}
 	}
@@ -179,7 +181,7 @@ func summarize(w io.Writer, o dlqOptions, dlq *queue, msgs []*dlqMessage) {
 		{classSent, "a -redrive sent the copy and could not delete it here: it is not sent again; -redrive --yes deletes it, and once the copy is applied it classes applied"},
 		{classUndecodable, "nothing is committed, and the body is not what the consumer decodes (-body json): not redriven. Fix the producer and send corrected messages, then delete these by hand; or, once the consumer takes such bodies, redrive with -body any"},
 		{classReused, "the key was claimed by another payload and the consumer refused it: a human decides (the runbook: the duplicate and key-reuse alarms)"},
-		{classPending, "a lease holds or held the claim: see the runbook, a claim stuck pending"},
+		{classPending, pendingAdvice(msgs)},
 		{classNoKey, "the consumer cannot key it: fix the producer, or the -key-func and -source given here"},
 		{classNoSource, "the queue it came from is unknown: not redriven; -source-queue names it"},
 	} {
@@ -227,4 +229,29 @@ func summarize(w io.Writer, o dlqOptions, dlq *queue, msgs []*dlqMessage) {
 	default:
 		fmt.Fprintln(w, "nothing sent or deleted; every message read is visible again")
 	}
+}
+
+// pendingAdvice says what the pending messages call for: a live lease is
+// left until it ends (the latest end read is named), a claim too old for
+// a new lease needs a person.
+func pendingAdvice(msgs []*dlqMessage) string {
+	var last time.Time
+	stale := 0
+	for _, m := range msgs {
+		switch {
+		case m.Class != classPending:
+		case m.leaseTo.IsZero():
+			stale++
+		case m.leaseTo.After(last):
+			last = m.leaseTo
+		}
+	}
+	var s []string
+	if !last.IsZero() {
+		s = append(s, fmt.Sprintf("a delivery holds the lease, maybe running the handler now: left in the DLQ until the lease ends (until %s at the latest), then -redrive --yes sends it", last.UTC().Format(time.RFC3339)))
+	}
+	if stale > 0 {
+		s = append(s, "claimed longer ago than -key-lifetime, so a leased consumer takes no new lease: see the runbook, a claim stuck pending")
+	}
+	return strings.Join(s, "; ")
 }
