@@ -12,9 +12,16 @@ import (
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
+// Actions summarize counts.
+const (
+	actionRedriven = "redriven"
+	actionDeleted  = "deleted"
+)
+
 // act redrives the never-applied messages (each deleted from the DLQ only
 // once its copy was sent), finishes the redrive of those an earlier run
-// sent, and deletes the applied ones, as asked.
+// sent, and deletes the applied ones, as asked. A message it was asked to
+// act on and could not is marked undone.
 func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMessage, fn sqsconsumer.KeyFunc) {
 	for _, m := range msgs {
 		switch {
@@ -23,12 +30,12 @@ func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMess
 		case o.redrive && m.Class == classSent:
 			m.Action = "deleted: its copy was sent by an earlier run"
 			if err := e.deleteMessage(ctx, dlq, m); err != nil {
-				m.Action = "not deleted: " + err.Error()
+				m.Action, m.undone = "not deleted: "+err.Error(), true
 			}
 		case o.deleteApplied && m.Class == classApplied:
-			m.Action = "deleted"
+			m.Action = actionDeleted
 			if err := e.deleteMessage(ctx, dlq, m); err != nil {
-				m.Action = "not deleted: " + err.Error()
+				m.Action, m.undone = "not deleted: "+err.Error(), true
 			}
 		case o.redrive && m.Class == classPending && !m.leaseTo.IsZero():
 			m.Action = fmt.Sprintf("left: a delivery holds its lease until %s; -redrive --yes sends it once the lease has ended", when(m.leaseTo, e.now()))
@@ -36,15 +43,21 @@ func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMess
 	}
 }
 
-// Actions summarize counts.
-const (
-	actionRedriven = "redriven"
-	actionDeleted  = "deleted"
-)
+// undone counts the messages act was asked to act on and could not.
+func undone(msgs []*dlqMessage) int {
+	n := 0
+	for _, m := range msgs {
+		if m.undone {
+			n++
+		}
+	}
+	return n
+}
 
 // redrive sends m's copy to the queue it came from, remembering the send
 // in a marker first, and deletes m from the DLQ once the copy is sent.
 func (e *env) redrive(ctx context.Context, dlq *queue, m *dlqMessage, fn sqsconsumer.KeyFunc) {
+	m.undone = true // until sent and deleted
 	q := m.route.q
 	if q == nil {
 		m.Action = "not sent: its source queue is unknown (" + m.route.why + ")"
@@ -81,6 +94,8 @@ func (e *env) redrive(ctx context.Context, dlq *queue, m *dlqMessage, fn sqscons
 	if err := e.deleteMessage(ctx, dlq, m); err != nil {
 		m.Class, m.Detail = classSent, fmt.Sprintf("its copy %s was sent to %s, and it could not be deleted here: it is not sent again; the copy is keyed as it is", copyID, q.name)
 		notes = append(notes, fmt.Sprintf("not deleted from the DLQ (%v): a later run does not send it again, and deletes it with -redrive --yes", err))
+	} else {
+		m.undone = false
 	}
 	if len(notes) > 0 {
 		m.Action += ", but " + strings.Join(notes, "; ")

@@ -34,6 +34,7 @@ type dlqMessage struct {
 	rec     events.SQSMessage
 	route   *route
 	deleted bool
+	undone  bool      // act was asked to send or delete it, and did not
 	leaseTo time.Time // the end of the live lease that holds its claim
 
 	MessageID    string     `json:"messageId"`

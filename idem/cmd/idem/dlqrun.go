@@ -94,10 +94,14 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 			}
 		}
 		summarize(e.stderr, o, dlq, msgs)
-		return nil
+	} else {
+		printDLQ(e.stdout, msgs, o.yes)
+		summarize(e.stdout, o, dlq, msgs)
 	}
-	printDLQ(e.stdout, msgs, o.yes)
-	summarize(e.stdout, o, dlq, msgs)
+	if n := undone(msgs); n > 0 {
+		// A script or a runbook step reads the exit status, not the table.
+		return failf("%s not sent or not deleted (see ACTION): run -redrive --yes again once the cause is dealt with", plural(n, "message"))
+	}
 	return nil
 }
 
@@ -220,6 +224,10 @@ func summarize(w io.Writer, o dlqOptions, dlq *queue, msgs []*dlqMessage) {
 		did = append(did, fmt.Sprintf("%d not sent or not deleted (see ACTION)", failed))
 	}
 	switch {
+	case undone(msgs) > 0 && len(did) == 1 && failed > 0:
+		fmt.Fprintf(w, "not done: %s\n", strings.Join(did, "; "))
+	case undone(msgs) > 0:
+		fmt.Fprintf(w, "partly done: %s\n", strings.Join(did, "; "))
 	case len(did) > 0:
 		fmt.Fprintf(w, "done: %s\n", strings.Join(did, "; "))
 	case o.yes:

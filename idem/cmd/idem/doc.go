@@ -23,11 +23,21 @@
 // function in Lambda's tenant isolation mode, -tenant names whose claims
 // are read (idem.Message.Tenant: each tenant's keys start #t=TENANT#).
 // Every subcommand takes -json for scripts (one object a line for list
-// and dlq). Nothing is deleted or sent without --yes. Exit status: 0 done
-// or a dry run, 1 not found, refused or failed, 2 bad input. A table that
-// is not a processed-ids table (its key schema is not the claims', as the
-// accounts table's) is named as such. A read or delete that meets another
-// write on its item (TransactionConflictException, or
+// and dlq). Nothing is deleted or sent without --yes.
+//
+// Exit status: 0 when everything asked was done (or a dry run showed it);
+// 1 when a claim or queue is not found, a delete is refused, AWS failed,
+// or anything asked was not done; 2 for bad input, nothing read or
+// written. dlq, the one subcommand that acts on several items, exits 1
+// when any message it was to send or delete was not (a send or a delete
+// that failed, a copy sent whose original could not be deleted), with
+// their count on stderr; its table and -json lines still say each
+// message's ACTION, and a run again resumes. Messages it was not asked to
+// act on (key-reused, a live lease, ...) fail nothing.
+//
+// A table that is not a processed-ids table (its key schema is not the
+// claims', as the accounts table's) is named as such. A read or delete
+// that meets another write on its item (TransactionConflictException, or
 // ReplicatedWriteConflictException on a global table) is sent again with
 // the Store's backoff, and past it fails saying "contention: ... try
 // again": it never reads as "no claim" or "nothing deleted".
@@ -174,9 +184,12 @@
 //  4. never-applied: deploy the fix for the cause first, or they come
 //     back; then dlq … -redrive --yes, and watch them leave the source
 //     queue (the function's Processed metric for the Source). A run that
-//     says "sent …, not deleted" (ACTION: redriven, but not deleted): the
-//     copy is on its way; run dlq … -redrive --yes again, which deletes
-//     the message without sending it again (copy-sent).
+//     exits 1 left some undone: its last line says "not done" or "partly
+//     done", each ACTION why; deal with the cause (SQS or DynamoDB
+//     failing, say) and run it again. A run that says "sent …, not
+//     deleted" (ACTION: redriven, but not deleted): the copy is on its
+//     way; run dlq … -redrive --yes again, which deletes the message
+//     without sending it again (copy-sent).
 //  5. copy-sent: a copy is in the source queue already. dlq … -redrive
 //     --yes deletes the DLQ message; or leave it, and once the copy is
 //     applied it classes applied. Never send it by hand: only the
