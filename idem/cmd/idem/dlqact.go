@@ -22,12 +22,27 @@ const (
 // once its copy was sent), finishes the redrive of those an earlier run
 // sent, and deletes the applied ones, as asked. A message it was asked to
 // act on and could not is marked undone.
+//
+// On a FIFO DLQ, -redrive takes each message group in its order and stops
+// it at its first message that stays in the DLQ, applied ones aside: one
+// not sent, or sent and not deleted, or left for a person (key-reused,
+// undecodable, pending, ...). The group's later never-applied messages
+// wait behind it, unsent, as the consumer itself stops a group at its
+// first failure: sending them would apply them before it. The next run
+// resumes the group from there.
 func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMessage, fn sqsconsumer.KeyFunc) {
+	stopped := map[string]*dlqMessage{} // by message group: the message its rest waits behind
 	for _, m := range msgs {
+		first := stopped[m.Group]
 		switch {
+		case first != nil && o.redrive && m.Class == classNever:
+			m.Action = fmt.Sprintf("not sent: waits behind %s, the first of group %s that stays in the DLQ; the next -redrive --yes resumes the group from it", first.MessageID, m.Group)
+			m.undone = true
 		case o.redrive && m.Class == classNever:
 			e.redrive(ctx, dlq, m, fn)
 		case o.redrive && m.Class == classSent:
+			// Its copy is in the source queue already: deleting it here
+			// changes no order.
 			m.Action = "deleted: its copy was sent by an earlier run"
 			if err := e.deleteMessage(ctx, dlq, m); err != nil {
 				m.Action, m.undone = "not deleted: "+err.Error(), true
@@ -39,6 +54,9 @@ func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMess
 			}
 		case o.redrive && m.Class == classPending && !m.leaseTo.IsZero():
 			m.Action = fmt.Sprintf("left: a delivery holds its lease until %s; -redrive --yes sends it once the lease has ended", when(m.leaseTo, e.now()))
+		}
+		if dlq.fifo && o.redrive && first == nil && !m.deleted && m.Class != classApplied {
+			stopped[m.Group] = m
 		}
 	}
 }

@@ -30,10 +30,11 @@
 // or anything asked was not done; 2 for bad input, nothing read or
 // written. dlq, the one subcommand that acts on several items, exits 1
 // when any message it was to send or delete was not (a send or a delete
-// that failed, a copy sent whose original could not be deleted), with
-// their count on stderr; its table and -json lines still say each
-// message's ACTION, and a run again resumes. Messages it was not asked to
-// act on (key-reused, a live lease, ...) fail nothing.
+// that failed, a copy sent whose original could not be deleted, a FIFO
+// message waiting behind one of its group), with their count on stderr;
+// its table and -json lines still say each message's ACTION, and a run
+// again resumes. Messages it was not asked to act on (key-reused, a live
+// lease, ...) fail nothing.
 //
 // A table that is not a processed-ids table (its key schema is not the
 // claims', as the accounts table's) is named as such. A read or delete
@@ -144,6 +145,17 @@
 // sends, the command keys the copy with -key-func and refuses to send one
 // keyed otherwise. A copy of a message that was applied meanwhile, or a
 // second copy, is then a Duplicate.
+//
+// On FIFO, -redrive sends each message group in its order, and stops the
+// group at its first message that stays in the DLQ (applied ones aside,
+// which need no copy): one whose send failed, one sent whose delete
+// failed, or one left for a person (key-reused, undecodable, a live
+// lease, ...). The rest of the group stays in the DLQ unsent, its ACTION
+// naming the message it waits behind ("not sent: waits behind …"), as the
+// consumer itself stops a group at its first failure: sent, they would be
+// applied before it. The next run resumes the group from that message; a
+// message left for a person holds its group until it is dealt with
+// (deleted by hand, or redriven).
 //
 // The DLQ message cannot be marked, so before each send the command writes
 // a redrive marker to the processed-ids table (a conditional PutItem;
