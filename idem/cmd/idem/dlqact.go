@@ -36,7 +36,7 @@ func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMess
 		first := stopped[m.Group]
 		switch {
 		case first != nil && o.redrive && m.Class == classNever:
-			m.Action = fmt.Sprintf("not sent: waits behind %s, the first of group %s that stays in the DLQ; the next -redrive --yes resumes the group from it", first.MessageID, m.Group)
+			m.Action = fmt.Sprintf("not sent: waits behind %s (%s), the first of group %s that stays in the DLQ: a later -redrive --yes resumes the group from it, once it is sent or dealt with", first.MessageID, first.Class, m.Group)
 			m.undone = true
 		case o.redrive && m.Class == classNever:
 			e.redrive(ctx, dlq, m, fn)
