@@ -23,7 +23,7 @@ type dlqOptions struct {
 	queue, sourceQueue, keyFunc, body string
 	source                            sourceFlag
 	max                               int
-	hold, wait                        time.Duration
+	hold, wait, keyLifetime           time.Duration
 	redrive, deleteApplied, yes       bool
 	asJSON                            bool
 }
@@ -38,7 +38,8 @@ func dlqFlags(fs *flag.FlagSet) func(context.Context, *env) error {
 	fs.IntVar(&o.max, "max", 100, "read at most this many messages")
 	fs.DurationVar(&o.hold, "hold", time.Minute, "how long each message read stays hidden before it is made visible again (at the end, or by SQS if the command dies)")
 	fs.DurationVar(&o.wait, "wait", time.Second, "each receive's long poll (0 to 20s); the read ends at the first empty receive")
-	fs.BoolVar(&o.redrive, "redrive", false, "send a copy of each never-applied message back to the queue it came from, and delete it from the DLQ once sent (with --yes)")
+	fs.DurationVar(&o.keyLifetime, "key-lifetime", 24*time.Hour, "a leased consumer's LeaseOptions.KeyLifetime: a pending claim made longer ago gets no new lease, and stays pending")
+	fs.BoolVar(&o.redrive, "redrive", false, "send a copy of each never-applied message back to the queue it came from, and delete it from the DLQ once sent (with --yes); on FIFO, each message group in its order, stopped at its first message that stays in the DLQ")
 	fs.BoolVar(&o.deleteApplied, "delete-applied", false, "delete the applied messages from the DLQ (with --yes)")
 	fs.BoolVar(&o.yes, "yes", false, "do what -redrive and -delete-applied ask; without it, only show what they would do")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object a message instead of the table")

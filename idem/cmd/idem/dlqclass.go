@@ -19,11 +19,11 @@ import (
 // What a dead-lettered message is, against its claim.
 const (
 	classApplied     = "applied"       // a final claim of the same payload: safe to delete
-	classNever       = "never-applied" // no claim, or an expired one of another payload: redrive
+	classNever       = "never-applied" // no claim, an expired one of another payload, or a lease's that ended uncommitted: redrive
 	classSent        = "copy-sent"     // never applied, and an earlier run sent its copy: delete
 	classUndecodable = "undecodable"   // never applied, and its body is not what the consumer decodes
 	classReused      = "key-reused"    // a claim of another payload under its key: for a human
-	classPending     = "pending"       // a lease holds its claim, or held it and ended
+	classPending     = "pending"       // a lease holds its claim, or its claim is too old for a new lease
 	classNoKey       = "unreadable"    // no key, or one that cannot be a claim key
 	classNoSource    = "no-source"     // its source queue is unknown: refused
 )
@@ -34,6 +34,8 @@ type dlqMessage struct {
 	rec     events.SQSMessage
 	route   *route
 	deleted bool
+	undone  bool      // act was asked to send or delete it, and did not
+	leaseTo time.Time // the end of the live lease that holds its claim
 
 	MessageID    string     `json:"messageId"`
 	ReceiveCount int        `json:"receiveCount"`
@@ -55,7 +57,8 @@ type dlqMessage struct {
 // classify keys m as the consumer does (fn, the Source of its route) and
 // reads its claim and any earlier run's redrive of it. Only an error
 // reading the table stops the run.
-func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFunc, anyBody bool, now time.Time) error {
+func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFunc, o dlqOptions, now time.Time) error {
+	anyBody := o.body == "any"
 	body := []byte(m.rec.Body)
 	m.BodySHA256 = idem.Fingerprint(body)
 	if q := m.route.q; q != nil {
@@ -109,10 +112,8 @@ func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFun
 		return e.never(ctx, m, anyBody, now)
 	case !same:
 		m.Class, m.Detail = classReused, fmt.Sprintf("the claim under its key (%s at %s) holds another payload (fingerprint %.12s…, this body's %.12s…): the consumer refused it as key reuse", cl.Outcome, v.ClaimedAt.Format(time.RFC3339), cl.Fingerprint, m.BodySHA256)
-	case cl.Outcome == idem.Pending && v.Lease.Live:
-		m.Class, m.Detail = classPending, fmt.Sprintf("a delivery holds its lease until %s", when(v.Lease.Until, now))
 	case cl.Outcome == idem.Pending:
-		m.Class, m.Detail = classPending, "its lease ended without a commit (the handler failed or timed out, maybe after calling out): see the runbook, a claim stuck pending"
+		return e.pending(ctx, m, cl, o, now)
 	case !final:
 		m.Class, m.Detail = classNoKey, fmt.Sprintf("its claim's outcome is %q, which this kit never writes", cl.Outcome)
 	case v.Expired:
@@ -123,6 +124,37 @@ func (e *env) classify(ctx context.Context, m *dlqMessage, fn sqsconsumer.KeyFun
 		m.Class, m.Detail = classApplied, fmt.Sprintf("%s at %s, the same payload", cl.Outcome, v.ClaimedAt.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// takeoverSkew is how long after a lease's end the Store takes it over
+// (idem's own, for clocks that differ): a lease is live here until then.
+const takeoverSkew = time.Second
+
+// pending classes a message whose claim of the same payload is Pending: a
+// lease-mode delivery's claim, which commits nothing until its handler
+// succeeds. A lease released (the handler failed) or ended (it timed out,
+// its environment died) left it uncommitted: never applied, and the
+// consumer's next delivery takes the claim over (idem.Store.ProcessLeased
+// takes over a lease that ended, Process commits over it). A live lease
+// is a delivery running the handler now; a claim made longer ago than the
+// consumer's LeaseOptions.KeyLifetime gets no new lease (StaleLeaseError):
+// both stay pending.
+func (e *env) pending(ctx context.Context, m *dlqMessage, cl *claim, o dlqOptions, now time.Time) error {
+	switch {
+	case !cl.LeaseUntil.IsZero() && now.Before(cl.LeaseUntil.Add(takeoverSkew)):
+		m.Class, m.Detail = classPending, fmt.Sprintf("a delivery holds its lease until %s: it may be running the handler now", when(cl.LeaseUntil, now))
+		m.leaseTo = cl.LeaseUntil
+		return nil
+	case now.Sub(cl.ClaimedAt) > o.keyLifetime:
+		m.Class, m.Detail = classPending, fmt.Sprintf("its lease ended without a commit, and it was first claimed at %s, longer ago than -key-lifetime (%v, the consumer's LeaseOptions.KeyLifetime): a leased consumer refuses it a new lease (StaleLeaseError), since the services it calls may have forgotten the key: see the runbook, a claim stuck pending", cl.ClaimedAt.UTC().Format(time.RFC3339), o.keyLifetime)
+		return nil
+	case cl.LeaseUntil.IsZero():
+		m.Class, m.Detail = classNever, "its claim is pending and committed nothing: the lease was released by a handler that failed"
+	default:
+		m.Class, m.Detail = classNever, fmt.Sprintf("its claim is pending and committed nothing: the lease ran out at %s (a timeout, or an environment that died)", cl.LeaseUntil.UTC().Format(time.RFC3339))
+	}
+	m.Detail += "; the consumer's next delivery takes the claim over, calling out again with the same key"
+	return e.never(ctx, m, o.body == "any", now)
 }
 
 // never refines a never-applied message: a copy an earlier run sent

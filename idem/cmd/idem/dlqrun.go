@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,11 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
 func (e *env) dlq(ctx context.Context, o dlqOptions) error {
@@ -33,6 +27,8 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 		return usagef("-hold %v: SQS takes a visibility timeout from 1s to 12h", o.hold)
 	case o.wait < 0 || o.wait > 20*time.Second:
 		return usagef("-wait %v: SQS long-polls from 0 to 20s", o.wait)
+	case o.keyLifetime <= 0:
+		return usagef("-key-lifetime %v: want the consumer's LeaseOptions.KeyLifetime, a positive duration (24h by default)", o.keyLifetime)
 	case o.yes && !o.redrive && !o.deleteApplied:
 		return usagef("--yes confirms -redrive or -delete-applied, and neither was given")
 	}
@@ -77,7 +73,7 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 	now := e.now()
 	for _, m := range msgs {
 		m.route = routes.of(ctx, m)
-		if err := e.classify(ctx, m, fn, o.body == "any", now); err != nil {
+		if err := e.classify(ctx, m, fn, o, now); err != nil {
 			return err
 		}
 	}
@@ -98,10 +94,14 @@ func (e *env) dlq(ctx context.Context, o dlqOptions) error {
 			}
 		}
 		summarize(e.stderr, o, dlq, msgs)
-		return nil
+	} else {
+		printDLQ(e.stdout, msgs, o.yes)
+		summarize(e.stdout, o, dlq, msgs)
 	}
-	printDLQ(e.stdout, msgs, o.yes)
-	summarize(e.stdout, o, dlq, msgs)
+	if n := undone(msgs); n > 0 {
+		// A script or a runbook step reads the exit status, not the table.
+		return failf("%s not sent or not deleted (see ACTION): run -redrive --yes again once the cause is dealt with", plural(n, "message"))
+	}
 	return nil
 }
 
@@ -120,88 +120,6 @@ func sourceText(f sourceFlag) string {
 		return strings.Join(per, ", ") + ", else each source queue's name"
 	}
 	return "each source queue's name (sqsconsumer's default)"
-}
-
-// act redrives the never-applied messages (each deleted from the DLQ only
-// once its copy was sent), finishes the redrive of those an earlier run
-// sent, and deletes the applied ones, as asked.
-func (e *env) act(ctx context.Context, o dlqOptions, dlq *queue, msgs []*dlqMessage, fn sqsconsumer.KeyFunc) {
-	for _, m := range msgs {
-		switch {
-		case o.redrive && m.Class == classNever:
-			e.redrive(ctx, dlq, m, fn)
-		case o.redrive && m.Class == classSent:
-			m.Action = "deleted: its copy was sent by an earlier run"
-			if err := e.deleteMessage(ctx, dlq, m); err != nil {
-				m.Action = "not deleted: " + err.Error()
-			}
-		case o.deleteApplied && m.Class == classApplied:
-			m.Action = "deleted"
-			if err := e.deleteMessage(ctx, dlq, m); err != nil {
-				m.Action = "not deleted: " + err.Error()
-			}
-		}
-	}
-}
-
-// Actions summarize counts.
-const (
-	actionRedriven = "redriven"
-	actionDeleted  = "deleted"
-)
-
-// redrive sends m's copy to the queue it came from, remembering the send
-// in a marker first, and deletes m from the DLQ once the copy is sent.
-func (e *env) redrive(ctx context.Context, dlq *queue, m *dlqMessage, fn sqsconsumer.KeyFunc) {
-	q := m.route.q
-	if q == nil {
-		m.Action = "not sent: its source queue is unknown (" + m.route.why + ")"
-		return
-	}
-	in, err := copyInput(m, q, fn)
-	if err != nil {
-		m.Action = "not sent: " + err.Error()
-		return
-	}
-	token, err := e.claims.putMarker(ctx, m, dlq, q, e.now())
-	switch {
-	case errors.Is(err, errMarkedSent):
-		m.Class, m.Action = classSent, "not sent: an earlier run sent its copy meanwhile"
-		return
-	case err != nil:
-		m.Action = "not sent: the redrive marker could not be written: " + err.Error()
-		return
-	}
-	out, err := e.sqs.SendMessage(ctx, in)
-	if err != nil {
-		m.Action = "not sent: " + err.Error()
-		if derr := e.claims.dropMarker(context.WithoutCancel(ctx), m.MessageID, token); derr != nil {
-			m.Action += fmt.Sprintf(" (its redrive marker stays, saying a send began: %v)", derr)
-		}
-		return
-	}
-	copyID := aws.ToString(out.MessageId)
-	m.Action = actionRedriven
-	var notes []string
-	if err := e.claims.markSent(context.WithoutCancel(ctx), m.MessageID, token, copyID, e.now()); err != nil {
-		notes = append(notes, "its redrive marker still says the send began, so a later run may send a second copy, keyed as this one: "+err.Error())
-	}
-	if err := e.deleteMessage(ctx, dlq, m); err != nil {
-		m.Class, m.Detail = classSent, fmt.Sprintf("its copy %s was sent to %s, and it could not be deleted here: it is not sent again; the copy is keyed as it is", copyID, q.name)
-		notes = append(notes, fmt.Sprintf("not deleted from the DLQ (%v): a later run does not send it again, and deletes it with -redrive --yes", err))
-	}
-	if len(notes) > 0 {
-		m.Action += ", but " + strings.Join(notes, "; ")
-	}
-	m.Redrive = &marker{State: markerSent, Queue: q.url, Copy: copyID, At: e.now()}
-}
-
-func (e *env) deleteMessage(ctx context.Context, dlq *queue, m *dlqMessage) error {
-	_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlq.url), ReceiptHandle: m.msg.ReceiptHandle})
-	if err == nil {
-		m.deleted = true
-	}
-	return err
 }
 
 func printDLQ(w io.Writer, msgs []*dlqMessage, acted bool) {
@@ -267,7 +185,7 @@ func summarize(w io.Writer, o dlqOptions, dlq *queue, msgs []*dlqMessage) {
 		{classSent, "a -redrive sent the copy and could not delete it here: it is not sent again; -redrive --yes deletes it, and once the copy is applied it classes applied"},
 		{classUndecodable, "nothing is committed, and the body is not what the consumer decodes (-body json): not redriven. Fix the producer and send corrected messages, then delete these by hand; or, once the consumer takes such bodies, redrive with -body any"},
 		{classReused, "the key was claimed by another payload and the consumer refused it: a human decides (the runbook: the duplicate and key-reuse alarms)"},
-		{classPending, "a lease holds or held the claim: see the runbook, a claim stuck pending"},
+		{classPending, pendingAdvice(msgs)},
 		{classNoKey, "the consumer cannot key it: fix the producer, or the -key-func and -source given here"},
 		{classNoSource, "the queue it came from is unknown: not redriven; -source-queue names it"},
 	} {
@@ -306,6 +224,10 @@ func summarize(w io.Writer, o dlqOptions, dlq *queue, msgs []*dlqMessage) {
 		did = append(did, fmt.Sprintf("%d not sent or not deleted (see ACTION)", failed))
 	}
 	switch {
+	case undone(msgs) > 0 && len(did) == 1 && failed > 0:
+		fmt.Fprintf(w, "not done: %s\n", strings.Join(did, "; "))
+	case undone(msgs) > 0:
+		fmt.Fprintf(w, "partly done: %s\n", strings.Join(did, "; "))
 	case len(did) > 0:
 		fmt.Fprintf(w, "done: %s\n", strings.Join(did, "; "))
 	case o.yes:
@@ -315,4 +237,29 @@ func summarize(w io.Writer, o dlqOptions, dlq *queue, msgs []*dlqMessage) {
 	default:
 		fmt.Fprintln(w, "nothing sent or deleted; every message read is visible again")
 	}
+}
+
+// pendingAdvice says what the pending messages call for: a live lease is
+// left until it ends (the latest end read is named), a claim too old for
+// a new lease needs a person.
+func pendingAdvice(msgs []*dlqMessage) string {
+	var last time.Time
+	stale := 0
+	for _, m := range msgs {
+		switch {
+		case m.Class != classPending:
+		case m.leaseTo.IsZero():
+			stale++
+		case m.leaseTo.After(last):
+			last = m.leaseTo
+		}
+	}
+	var s []string
+	if !last.IsZero() {
+		s = append(s, fmt.Sprintf("a delivery holds the lease, maybe running the handler now: left in the DLQ until the lease ends (until %s at the latest), then -redrive --yes sends it", last.UTC().Format(time.RFC3339)))
+	}
+	if stale > 0 {
+		s = append(s, "claimed longer ago than -key-lifetime, so a leased consumer takes no new lease: see the runbook, a claim stuck pending")
+	}
+	return strings.Join(s, "; ")
 }

@@ -23,11 +23,22 @@
 // function in Lambda's tenant isolation mode, -tenant names whose claims
 // are read (idem.Message.Tenant: each tenant's keys start #t=TENANT#).
 // Every subcommand takes -json for scripts (one object a line for list
-// and dlq). Nothing is deleted or sent without --yes. Exit status: 0 done
-// or a dry run, 1 not found, refused or failed, 2 bad input. A table that
-// is not a processed-ids table (its key schema is not the claims', as the
-// accounts table's) is named as such. A read or delete that meets another
-// write on its item (TransactionConflictException, or
+// and dlq). Nothing is deleted or sent without --yes.
+//
+// Exit status: 0 when everything asked was done (or a dry run showed it);
+// 1 when a claim or queue is not found, a delete is refused, AWS failed,
+// or anything asked was not done; 2 for bad input, nothing read or
+// written. dlq, the one subcommand that acts on several items, exits 1
+// when any message it was to send or delete was not (a send or a delete
+// that failed, a copy sent whose original could not be deleted, a FIFO
+// message waiting behind one of its group), with their count on stderr;
+// its table and -json lines still say each message's ACTION, and a run
+// again resumes. Messages it was not asked to act on (key-reused, a live
+// lease, ...) fail nothing.
+//
+// A table that is not a processed-ids table (its key schema is not the
+// claims', as the accounts table's) is named as such. A read or delete
+// that meets another write on its item (TransactionConflictException, or
 // ReplicatedWriteConflictException on a global table) is sent again with
 // the Store's backoff, and past it fails saying "contention: ... try
 // again": it never reads as "no claim" or "nothing deleted".
@@ -89,18 +100,34 @@
 // and its claim read:
 //
 //	applied        a Processed or Rejected claim of the same payload (the body's SHA-256): safe to delete
-//	never-applied  no claim, or an expired one not of this payload applied: redrive it
+//	never-applied  no claim, an expired one not of this payload applied, or a pending one whose
+//	               lease was released or ran out: nothing committed; redrive it
 //	copy-sent      never applied, and a -redrive sent its copy but could not delete it here: not sent again
 //	undecodable    never applied, and not one JSON value in valid UTF-8, which sqsconsumer.JSONHandler
 //	               refuses (-body json, the default; -body any for a consumer that takes any body)
 //	key-reused     a claim of another payload under its key: the consumer refused it; a human decides
-//	pending        a lease holds the claim, or held it and ended without a commit
+//	pending        a live lease holds the claim (left until it ends), or a claim older than -key-lifetime
 //	unreadable     no key of the kind -key-func reads, or one that cannot be a claim key
 //	no-source      the queue it came from is unknown: not redriven
 //
 // A message whose claim of the same payload has expired is still applied:
 // the kit would take the claim as absent and apply it again, which a
 // redrive must not cause.
+//
+// A pending claim is a leased delivery's (idem.Store.ProcessLeased,
+// sqsconsumer's Options.Lease), which commits nothing until its handler
+// succeeds. Its lease released (the handler failed) or run out (a
+// timeout, an environment that died), the message was never applied:
+// -redrive sends it back keyed as it was, and the consumer's next
+// delivery takes the claim over (a leased consumer takes a new lease and
+// calls out again with the same key, which the service it calls
+// deduplicates; Process commits over it). A live lease is a delivery
+// running the handler now: the message is left in the DLQ, its ACTION
+// saying when the lease ends (and a second after, for clocks that differ,
+// the Store takes it over); run dlq again after that. A claim made longer
+// ago than -key-lifetime (the consumer's LeaseOptions.KeyLifetime, 24h by
+// default) gets no new lease (StaleLeaseError): it stays pending, for the
+// runbook's claim stuck pending.
 //
 // -redrive sends a copy of each never-applied message to the queue it came
 // from: the same body and message attributes, and on FIFO the same group.
@@ -118,6 +145,17 @@
 // sends, the command keys the copy with -key-func and refuses to send one
 // keyed otherwise. A copy of a message that was applied meanwhile, or a
 // second copy, is then a Duplicate.
+//
+// On FIFO, -redrive sends each message group in its order, and stops the
+// group at its first message that stays in the DLQ (applied ones aside,
+// which need no copy): one whose send failed, one sent whose delete
+// failed, or one left for a person (key-reused, undecodable, a live
+// lease, ...). The rest of the group stays in the DLQ unsent, its ACTION
+// naming the message it waits behind ("not sent: waits behind …"), as the
+// consumer itself stops a group at its first failure: sent, they would be
+// applied before it. The next run resumes the group from that message; a
+// message left for a person holds its group until it is dealt with
+// (deleted by hand, or redriven).
 //
 // The DLQ message cannot be marked, so before each send the command writes
 // a redrive marker to the processed-ids table (a conditional PutItem;
@@ -158,9 +196,12 @@
 //  4. never-applied: deploy the fix for the cause first, or they come
 //     back; then dlq … -redrive --yes, and watch them leave the source
 //     queue (the function's Processed metric for the Source). A run that
-//     says "sent …, not deleted" (ACTION: redriven, but not deleted): the
-//     copy is on its way; run dlq … -redrive --yes again, which deletes
-//     the message without sending it again (copy-sent).
+//     exits 1 left some undone: its last line says "not done" or "partly
+//     done", each ACTION why; deal with the cause (SQS or DynamoDB
+//     failing, say) and run it again. A run that says "sent …, not
+//     deleted" (ACTION: redriven, but not deleted): the copy is on its
+//     way; run dlq … -redrive --yes again, which deletes the message
+//     without sending it again (copy-sent).
 //  5. copy-sent: a copy is in the source queue already. dlq … -redrive
 //     --yes deletes the DLQ message; or leave it, and once the copy is
 //     applied it classes applied. Never send it by hand: only the
@@ -172,16 +213,21 @@
 //  7. no-source: the message carries no DeadLetterQueueSourceArn and the
 //     DLQ serves several queues: find its queue from its body or
 //     attributes, then dlq … -source-queue $QUEUE -redrive --yes.
-//  8. key-reused, pending, unreadable: the sections below; unreadable
-//     messages lack the key the consumer reads: fix the producer, then
-//     send the message again with a key and delete the DLQ copy by hand.
-//  9. Run dlq again: what is left needs a person.
+//  8. pending: a live lease, a delivery running the handler now; run dlq
+//     … -redrive --yes again after the time its ACTION names. Claimed
+//     longer ago than -key-lifetime: the runbook, a claim stuck pending.
+//     (A lease released or run out is never-applied, step 4.)
+//  9. key-reused, unreadable: the sections below; unreadable messages
+//     lack the key the consumer reads: fix the producer, then send the
+//     message again with a key and delete the DLQ copy by hand.
+//  10. Run dlq again: what is left needs a person.
 //
 // # Runbook: a claim stuck pending
 //
 // Deliveries of one message fail with "idem: InFlight" (another delivery
 // holds its lease) or "idem: Failed" with a StaleLeaseError (pending since
-// longer than the key lifetime), or dlq shows it pending.
+// longer than the key lifetime), or dlq shows it pending (a live lease, or
+// a claim older than -key-lifetime).
 //
 //  1. idem … inspect -source $SOURCE -id $ID (or -queue/-route/-stripe …).
 //  2. lease live until T: a delivery is running the handler; wait until T.
@@ -192,8 +238,8 @@
 //     after calling another service with the claim key (Lease.Key, or
 //     Lease.StepKey) as its Idempotency-Key. Nothing is needed: the next
 //     delivery takes the lease over and calls again with the same key,
-//     which the service deduplicates. Redrive the message if it is in the
-//     DLQ.
+//     which the service deduplicates. If the message is in the DLQ, dlq
+//     classes it never-applied: dlq … -redrive --yes sends it back.
 //  4. Claimed longer ago than LeaseOptions.KeyLifetime (24h; the
 //     StaleLeaseError): the kit refuses a new lease, since the service may
 //     have forgotten the key. Ask the service what it did under the key

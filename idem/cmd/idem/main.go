@@ -15,7 +15,7 @@ import (
 // Exit codes: a script tells "done" from "did not" from "asked wrongly".
 const (
 	exitOK    = 0 // done, or a dry run that showed what it would do
-	exitFail  = 1 // not found, refused, or AWS failed: see stderr
+	exitFail  = 1 // not found, refused, AWS failed, or some of what was asked not done: see stderr
 	exitUsage = 2 // bad input: nothing was read or written
 )
 
@@ -136,8 +136,10 @@ subcommands:
 AWS credentials, Region and endpoints come from the SDK's default chain
 (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS,
 AWS_ENDPOINT_URL, ...), or from -local for a running make local stack.
-Nothing is deleted or sent without --yes. Exit status: 0 done (or a dry
-run), 1 not found, refused or failed, 2 bad input.
+Nothing is deleted or sent without --yes. Exit status: 0 done, all of
+it (or a dry run); 1 not found, refused or failed, or anything asked not
+done (dlq: a message not sent or not deleted, counted on stderr); 2 bad
+input, nothing read or written.
 The runbook: go doc github.com/idemkit/kit/idem/cmd/idem
 `)
 }

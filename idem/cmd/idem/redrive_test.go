@@ -50,8 +50,9 @@ func TestDLQRedriveDeleteFails(t *testing.T) {
 
 	faults := deleteFails()
 	heal := f.faultSQS(t, faults)
-	out, _ := f.mustRun(t, exitOK, "dlq", "-queue", d.dlq, "-redrive", "--yes")
-	t.Logf("idem dlq -redrive --yes, DeleteMessage failing\n%s", out)
+	out, errOut := f.mustRun(t, exitFail, "dlq", "-queue", d.dlq, "-redrive", "--yes")
+	t.Logf("idem dlq -redrive --yes, DeleteMessage failing\n%s%s", out, errOut)
+	contains(t, "stderr", errOut, "1 message not sent or not deleted")
 	contains(t, "the faulted run", out, "copy-sent", "redriven, but not deleted from the DLQ", "sent 1 to "+credits+", not deleted from", "it is not sent again")
 	if strings.Contains(out, "nothing to send") {
 		t.Errorf("a copy was sent: expect it reported so, got\n%s", out)
@@ -106,15 +107,15 @@ func TestDLQRedriveNotSentTwice(t *testing.T) {
 	t.Run("a send that fails", func(t *testing.T) {
 		heal := f.faultSQS(t, &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{idemtest.FaultServerError: 1}, Operations: []string{"SendMessage"}})
 		defer heal()
-		out, _ := f.mustRun(t, exitOK, "dlq", "-queue", d.dlq, "-redrive", "--yes")
-		contains(t, "send fails", out, "not sent: ", "1 not sent or not deleted (see ACTION)")
+		out, _ := f.mustRun(t, exitFail, "dlq", "-queue", d.dlq, "-redrive", "--yes")
+		contains(t, "send fails", out, "not sent: ", "not done: 1 not sent or not deleted (see ACTION)")
 		if it := f.item(markerKey); it != nil {
 			t.Errorf("expect no marker, got %v", it)
 		}
 	})
 
 	heal := f.faultSQS(t, deleteFails())
-	f.mustRun(t, exitOK, "dlq", "-queue", d.dlq, "-redrive", "--yes")
+	f.mustRun(t, exitFail, "dlq", "-queue", d.dlq, "-redrive", "--yes")
 	heal()
 	it := f.item(markerKey)
 	if s, _ := it[markerStateAttr].(*types.AttributeValueMemberS); s == nil || s.Value != markerSent {
