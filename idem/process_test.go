@@ -310,6 +310,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 		want string
 	}{
 		{name: "empty id", msg: idem.Message{Source: "credits"}, want: "empty message id"},
+		{name: "id of only white space", msg: idem.Message{ID: " \t\n ", Source: "credits"}, want: "empty message id"},
 		{name: "id over 2048 bytes", msg: idem.Message{ID: string(make([]byte, 2049))}, want: "DynamoDB allows 2048"},
 		{name: "id not UTF-8", msg: idem.Message{ID: "\xff\xfe"}, want: "not valid UTF-8"},
 		{name: "nil handler", msg: msg, nilH: true, want: "nil handler"},

@@ -44,8 +44,8 @@
 // net/http's body is read no further); base64 decoding when API Gateway or
 // the load balancer encoded the body (400); the signature over the raw
 // bytes (401); the body, which must be exactly one JSON value in valid
-// UTF-8 (400); the idempotency key, 1 to 255 printable ASCII characters
-// (400); the payload's fingerprint (400); then idem.Store.Process, which
+// UTF-8 (400); the idempotency key, 1 to 255 printable ASCII characters,
+// not all spaces (400); the payload's fingerprint (400); then idem.Store.Process, which
 // claims the key and commits the Handler's writes in one transaction.
 // Refusals before the claim (401, 413, a bad key) are logged and counted
 // as Refused, by the Store's Logger and Observers, apart from Failed so
