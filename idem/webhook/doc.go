@@ -110,7 +110,9 @@
 //
 //   - first delivery: the Handler's response, stored with the claim;
 //   - redelivery (same key, same fingerprint): exactly the stored status,
-//     headers and body, plus Idempotent-Replayed: true;
+//     headers and body, plus Idempotent-Replayed: true; without a lease,
+//     a delivery racing the first from another environment is one (its
+//     transaction meets the committed claim);
 //   - the key reused with another fingerprint: 422;
 //   - a malformed payload (BadRequest from the Handler, or a body
 //     JSONHandler cannot decode, included): 400;
