@@ -24,6 +24,9 @@
 //	}
 //	lambda.Start(h)
 //
+// h is a BatchHandler: a wrapper around it (a log line, a metric) takes and
+// returns one, lambda.Start(logged(h)), as the BatchHandler example shows.
+//
 // The event source mapping must set FunctionResponseTypes to
 // ReportBatchItemFailures: the handler answers with the failed records'
 // messageIds in batchItemFailures and never with a function error, so SQS
