@@ -21,10 +21,16 @@ import (
 func (s *Store) validateEffect(rec Record, eff Effect, own int) (err error) {
 	key := rec.Key
 	// A nil AttributeValue (a typed nil pointer, say) would panic while
-	// the writes are measured; it is the handler's input, so an error.
+	// the writes are measured; it is the handler's input, so an error,
+	// naming the write being measured (at).
+	at := -1
 	defer func() {
 		if v := recover(); v != nil {
-			err = &InvalidError{Key: key, Reason: fmt.Sprintf("an effect write holds a value DynamoDB cannot take (%v); is an AttributeValue nil?", v)}
+			what := "an effect write"
+			if at >= 0 {
+				what = fmt.Sprintf("effect write %d on %s", at, writeTable(eff.Writes[at]))
+			}
+			err = &InvalidError{Key: key, Reason: fmt.Sprintf("%s holds a value DynamoDB cannot take (%v); is an AttributeValue nil?", what, v)}
 		}
 	}()
 	bad := func(format string, args ...any) error {
@@ -47,8 +53,12 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (err error) {
 	var puts []int
 	size := 0
 	for i, w := range eff.Writes {
+		at = i
 		table, k, n, err := describeWrite(w)
 		if err != nil {
+			if t := writeTable(w); t != "" {
+				return bad("effect write %d on %s: %v", i, t, err)
+			}
 			return bad("effect write %d: %v", i, err)
 		}
 		size += n
@@ -57,7 +67,7 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (err error) {
 			continue
 		}
 		if name := emptyKeyValue(k); name != "" {
-			return bad("effect write %d: key attribute %q of %s is empty; DynamoDB refuses an empty key value", i, name, table)
+			return bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
 		}
 		if _, ok := keyAttrs[table]; !ok {
 			keyAttrs[table] = sortedNames(k)
@@ -67,10 +77,11 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (err error) {
 		}
 	}
 	for _, i := range puts {
+		at = i
 		p := eff.Writes[i].Put
 		table := aws.ToString(p.TableName)
 		if n := itemSize(p.Item); n > maxItemBytes {
-			return bad("effect write %d puts an item of %d bytes; DynamoDB allows %d", i, n, maxItemBytes)
+			return bad("effect write %d on %s puts an item of %d bytes; DynamoDB allows %d", i, table, n, maxItemBytes)
 		}
 		names, ok := keyAttrs[table]
 		if !ok {
@@ -83,10 +94,10 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (err error) {
 			}
 		}
 		if len(k) != len(names) {
-			return bad("effect write %d puts an item without its key attributes %v", i, names)
+			return bad("effect write %d on %s puts an item without its key attributes %v", i, table, names)
 		}
 		if name := emptyKeyValue(k); name != "" {
-			return bad("effect write %d: key attribute %q of %s is empty; DynamoDB refuses an empty key value", i, name, table)
+			return bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
 		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
 			return err
@@ -127,7 +138,7 @@ type target struct{ table, key string }
 func (s *Store) addTarget(seen map[target]int, t target, i int, bad func(string, ...any) error) error {
 	if j, dup := seen[t]; dup {
 		if j < 0 {
-			return bad("effect write %d is on the claim record itself", i)
+			return bad("effect write %d on %s is on the claim record itself", i, t.table)
 		}
 		return bad("effect writes %d and %d are on the same item of %s; a transaction allows one action per item", j, i, t.table)
 	}

@@ -9,7 +9,8 @@ import (
 type Message struct {
 	// ID is the dedupe key: an id the sender keeps stable across retries,
 	// such as a provider's event id or an Idempotency-Key header. Each
-	// adapter documents which id it uses.
+	// adapter documents which id it uses. An id that is empty or only
+	// white space is refused (an *InvalidError).
 	ID string
 	// Source names the sender, for per-sender metrics and, by default, the
 	// scope of its ids.

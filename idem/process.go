@@ -186,7 +186,7 @@ func (s *Store) identify(msg Message) (Record, error) {
 		}
 	}
 	switch {
-	case msg.ID == "":
+	case strings.TrimSpace(msg.ID) == "": // only white space is a producer's bug, not an id
 		return Record{}, &InvalidError{Reason: "empty message id"}
 	case !utf8.ValidString(key):
 		return Record{Key: key}, &InvalidError{Key: key, Reason: "message id is not valid UTF-8"}

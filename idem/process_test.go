@@ -310,6 +310,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 		want string
 	}{
 		{name: "empty id", msg: idem.Message{Source: "credits"}, want: "empty message id"},
+		{name: "id of only white space", msg: idem.Message{ID: " \t\n ", Source: "credits"}, want: "empty message id"},
 		{name: "id over 2048 bytes", msg: idem.Message{ID: string(make([]byte, 2049))}, want: "DynamoDB allows 2048"},
 		{name: "id not UTF-8", msg: idem.Message{ID: "\xff\xfe"}, want: "not valid UTF-8"},
 		{name: "nil handler", msg: msg, nilH: true, want: "nil handler"},
@@ -324,7 +325,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 		{name: "write with two operations", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{{Update: e.credit("a", 1).Update, Delete: &types.Delete{TableName: aws.String(e.accounts), Key: claimKey}}}}, want: "2 operations"},
 		{name: "nil attribute value", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(e.accounts), Key: map[string]types.AttributeValue{"account": (*types.AttributeValueMemberS)(nil)}}}}}, want: "is an AttributeValue nil?"},
 		{name: "write without table", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{{Delete: &types.Delete{Key: claimKey}}}}, want: "no TableName"},
-		{name: "an empty key value", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{e.credit("", 1)}}, want: `key attribute "account" of`},
+		{name: "an empty key value", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{e.credit("", 1)}}, want: `key attribute "account" is empty`},
 		{name: "a put with an empty key value", msg: msg, eff: idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-1", 1), {Put: &types.Put{TableName: aws.String(e.accounts), Item: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: ""}}}}}}, want: "refuses an empty key value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"go.opentelemetry.io/otel/attribute"
@@ -119,8 +120,18 @@ func tablesOf(items []types.TransactWriteItem) []string {
 	return out
 }
 
-// writeTable is the table w writes.
+// writeTable is the table w names (its first operation's, when it has
+// several), read without measuring the write, for spans and errors.
 func writeTable(w types.TransactWriteItem) string {
-	table, _, _, _ := describeWrite(w)
-	return table
+	switch {
+	case w.Put != nil:
+		return aws.ToString(w.Put.TableName)
+	case w.Update != nil:
+		return aws.ToString(w.Update.TableName)
+	case w.Delete != nil:
+		return aws.ToString(w.Delete.TableName)
+	case w.ConditionCheck != nil:
+		return aws.ToString(w.ConditionCheck.TableName)
+	}
+	return ""
 }

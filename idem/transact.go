@@ -202,6 +202,8 @@ func (s *Store) failure(c claimAction, rec Record, writes []types.TransactWriteI
 				what = "the claim"
 			case i <= len(writes) && outboxID(writes[i-1]) != "":
 				what = "the outgoing message " + outboxID(writes[i-1])
+			case i <= len(writes): // DynamoDB's message names no table
+				what += " on " + writeTable(writes[i-1])
 			}
 			return Result{}, &InvalidError{Key: rec.Key, Reason: what + ": " + aws.ToString(r.Message), Server: true}
 		}

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -89,26 +90,56 @@ func ConditionCheck(table string, key any, cond expression.ConditionBuilder) (ty
 }
 
 func marshal(op, table, what string, v any) (map[string]types.AttributeValue, error) {
-	av, err := attributevalue.MarshalMap(v)
+	av, err := attributevalue.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("idem: %s on %s: marshal the %s: %w", op, table, what, err)
 	}
-	if len(av) == 0 {
+	// MarshalMap would give anything else an empty map, and so the error
+	// "no attributes" for what is the wrong type: say which type it is.
+	m, ok := av.(*types.AttributeValueMemberM)
+	if !ok {
+		want := "a map or a struct of the item's attributes"
+		if what == "key" {
+			want = `a map or a struct of the key attributes, such as map[string]string{"id": "acc-1"}`
+		}
+		return nil, fmt.Errorf("idem: %s on %s: the %s is %s; want %s", op, table, what, typeOf(v), want)
+	}
+	if len(m.Value) == 0 {
 		return nil, fmt.Errorf("idem: %s on %s: the %s has no attributes", op, table, what)
 	}
-	return av, nil
+	return m.Value, nil
 }
 
-// build is one expression of an update and at most one condition.
+// typeOf names v's type for an error: "a string", "a nil *Key", "nil".
+func typeOf(v any) string {
+	rv := reflect.ValueOf(v)
+	switch {
+	case !rv.IsValid():
+		return "nil"
+	case rv.Kind() == reflect.Pointer && rv.IsNil():
+		return fmt.Sprintf("a nil %T", v)
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// build is one expression of an update and at most one condition. A zero
+// builder is refused here, in the kit's words: the SDK would say only
+// "buildTree error: unset parameter: UpdateBuilder".
 func build(op, table string, update *expression.UpdateBuilder, cond []expression.ConditionBuilder) (expression.Expression, error) {
 	if len(cond) > 1 {
 		return expression.Expression{}, fmt.Errorf("idem: %s on %s: %d conditions; join them with expression.And", op, table, len(cond))
 	}
 	b := expression.NewBuilder()
 	if update != nil {
+		if reflect.ValueOf(*update).IsZero() {
+			return expression.Expression{}, fmt.Errorf("idem: %s on %s: the update is empty (a zero expression.UpdateBuilder); build it with expression.Set, Add, Remove or Delete", op, table)
+		}
 		b = b.WithUpdate(*update)
 	}
 	if len(cond) == 1 {
+		if !cond[0].IsSet() {
+			return expression.Expression{}, fmt.Errorf("idem: %s on %s: the condition is empty (a zero expression.ConditionBuilder); build it with expression.Name(…).Equal(…) and the like, or pass none", op, table)
+		}
 		b = b.WithCondition(cond[0])
 	}
 	expr, err := b.Build()

@@ -125,12 +125,26 @@ func TestWriteBuildErrors(t *testing.T) {
 		err  func() error
 		want string
 	}{
-		{"a key that is no map or struct", func() error { _, err := idem.Delete("t", 7); return err }, "no attributes"},
-		{"an empty key", func() error { _, err := idem.Delete("t", map[string]string{}); return err }, "no attributes"},
+		{"a key that is no map or struct", func() error { _, err := idem.Delete("t", 7); return err }, "Delete on t: the key is a int; want a map or a struct of the key attributes"},
+		{"a string where the key belongs", func() error {
+			_, err := idem.Update("t", "acc-1", expression.Add(expression.Name("balance"), expression.Value(1)))
+			return err
+		}, "Update on t: the key is a string; want a map or a struct of the key attributes"},
+		{"a nil key", func() error {
+			_, err := idem.ConditionCheck("t", nil, expression.AttributeExists(expression.Name("a")))
+			return err
+		}, "ConditionCheck on t: the key is nil; want a map"},
+		{"a nil pointer key", func() error { _, err := idem.Delete("t", (*accountKey)(nil)); return err }, "the key is a nil *idem_test.accountKey; want a map"},
+		{"an item that is no map or struct", func() error { _, err := idem.Put("t", []string{"a"}); return err }, "Put on t: the item is a []string; want a map or a struct of the item's attributes"},
+		{"an empty key", func() error { _, err := idem.Delete("t", map[string]string{}); return err }, "Delete on t: the key has no attributes"},
 		{"an empty update", func() error {
 			_, err := idem.Update("t", accountKey{"a"}, expression.UpdateBuilder{})
 			return err
-		}, "Update on t"},
+		}, "idem: Update on t: the update is empty (a zero expression.UpdateBuilder)"},
+		{"an empty condition", func() error {
+			_, err := idem.Put("t", account{Account: "a"}, expression.ConditionBuilder{})
+			return err
+		}, "idem: Put on t: the condition is empty (a zero expression.ConditionBuilder)"},
 		{"two conditions", func() error {
 			c := expression.AttributeExists(expression.Name("a"))
 			_, err := idem.Put("t", account{Account: "a"}, c, c)
@@ -138,7 +152,7 @@ func TestWriteBuildErrors(t *testing.T) {
 		}, "expression.And"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.err(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err := tc.err(); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "unset parameter") {
 				t.Errorf("want an error saying %q, got %v", tc.want, err)
 			}
 		})

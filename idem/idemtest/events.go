@@ -7,7 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -16,15 +20,24 @@ import (
 // The events Lambda hands a function, built from what a test cares about:
 // aws-lambda-go's own types, filled as the event source would fill them.
 // Ids derive from the content, so the same arguments build the same event,
-// as a redelivery is.
+// as a redelivery is; except for SQSMessage and EventBridgeEvent, each of
+// whose calls is another send (their docs).
 
 // SQSMessage is a record of queue (a name, such as "credits", or
 // "credits.fifo"), with body and string message attributes (an
 // "IdempotencyKey" among them, say), as the SQS event source mapping hands
-// it over. Its messageId derives from the queue and body.
+// it over. Each call builds another message, as each SendMessage does,
+// with a messageId of its own: two messages never share one, even with
+// equal bodies and attributes (a batch holding both has one ItemIdentifier
+// for each, as SQS sends it). The id derives from the queue, the body, the
+// attributes and how many messages of that content the test process built
+// before: the first message of a content has the same id in every run. A
+// redelivery is the same record handed over again, and keeps its id:
+// Replay's, or the value built once and sent again.
 func SQSMessage(queue, body string, attrs map[string]string) events.SQSMessage {
+	mid := sqsMessageID(queue, body, attrs)
 	rec := events.SQSMessage{
-		MessageId: id("sqs", queue, body), ReceiptHandle: id("receipt", queue, body), Body: body,
+		MessageId: mid, ReceiptHandle: id("receipt", mid), Body: body,
 		Md5OfBody: md5hex(body), EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:" + queue,
 		AWSRegion: "us-east-1", Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1767225600000"},
 		MessageAttributes: map[string]events.SQSMessageAttribute{},
@@ -33,6 +46,35 @@ func SQSMessage(queue, body string, attrs map[string]string) events.SQSMessage {
 		rec.MessageAttributes[k] = events.SQSMessageAttribute{DataType: "String", StringValue: &v}
 	}
 	return rec
+}
+
+// sent counts the SQS messages built of each content (by the first one's
+// id), so that the next of a content gets another id.
+var sent struct {
+	sync.Mutex
+	n map[string]int
+}
+
+// sqsMessageID is the messageId of the next message of this content: the
+// content's id for the first, then the content's and the message's ordinal
+// (an odd number of parts, which no content's id has).
+func sqsMessageID(queue, body string, attrs map[string]string) string {
+	parts := []string{queue, body}
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		parts = append(parts, k, attrs[k])
+	}
+	first := id("sqs", parts...)
+	sent.Lock()
+	if sent.n == nil {
+		sent.n = map[string]int{}
+	}
+	n := sent.n[first]
+	sent.n[first] = n + 1
+	sent.Unlock()
+	if n == 0 {
+		return first
+	}
+	return id("sqs", append(parts, strconv.Itoa(n))...)
 }
 
 // FIFO is rec as a FIFO queue hands it over: in message group group, under

@@ -49,6 +49,8 @@ func TestBadRecordsFailTheirPartition(t *testing.T) {
 		accepted bool
 	}{
 		{"the key header empty", func(r *events.KafkaRecord) { r.Headers = headers(k, "") }, "header idempotency-key is empty", false},
+		{"the key header only spaces", func(r *events.KafkaRecord) { r.Headers = headers(k, "   ") }, "header idempotency-key is empty", false},
+		{"the key header only white space", func(r *events.KafkaRecord) { r.Headers = headers(k, "\t\r\n ") }, "header idempotency-key is empty", false},
 		{"the key header null", func(r *events.KafkaRecord) { r.Headers = []map[string]events.JSONNumberBytes{{k: nil}} }, "header idempotency-key is empty", false},
 		{"the key header binary", func(r *events.KafkaRecord) { r.Headers = headers(k, "k\xff") }, "header idempotency-key is not UTF-8 text", false},
 		{"the key header twice, two values", func(r *events.KafkaRecord) { r.Headers = headers(k, "a", k, "b") }, "more than once, with different values", false},

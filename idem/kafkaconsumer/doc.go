@@ -49,8 +49,8 @@
 //
 // A record's key is, by default (DefaultKey), the first of:
 //
-//  1. the record header idempotency-key (KeyHeader), non-empty UTF-8
-//     text, set by the producer: the one key that survives the producer
+//  1. the record header idempotency-key (KeyHeader), UTF-8 text neither
+//     empty nor only white space, set by the producer: the one key that survives the producer
 //     publishing the message again;
 //  2. the record's place, topic, partition and offset (OffsetKey,
 //     "credits/0/15"), which Lambda's redeliveries keep. A message the

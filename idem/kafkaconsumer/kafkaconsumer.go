@@ -21,6 +21,12 @@ import (
 // Payload is the record's value, decoded from base64.
 type Handler func(ctx context.Context, rec events.KafkaRecord) (idem.Effect, error)
 
+// BatchHandler is the handler New returns, for lambda.Start: a function of
+// aws-lambda-go's Kafka event and the partial batch response, named so
+// that a wrapper can say what it takes and gives (sqsconsumer.BatchHandler
+// shows one).
+type BatchHandler func(ctx context.Context, ev events.KafkaEvent) (Response, error)
+
 // errPartitionStopped reports a record not processed because an earlier
 // record of its partition failed: it must wait, to keep the partition's
 // order. A record not started for the deadline is idem.ErrDeadline.
@@ -85,7 +91,7 @@ type consumer struct {
 // FunctionResponseTypes to ReportBatchItemFailures. New refuses a nil store
 // or h, an Options.Source that store cannot take as a message's Source,
 // and lease options it cannot honour.
-func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.Context, events.KafkaEvent) (Response, error), error) {
+func New(store *idem.Store, h Handler, optFns ...func(*Options)) (BatchHandler, error) {
 	if h == nil {
 		return nil, errors.New("kafkaconsumer: New: nil Handler")
 	}

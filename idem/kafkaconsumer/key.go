@@ -38,7 +38,7 @@ var defaultKey = FirstKey(HeaderKey, OffsetKey)
 func FirstKey(fns ...KeyFunc) KeyFunc { return adapt.FirstKey(fns) }
 
 // HeaderKey reads the record header idempotency-key, whose bytes must be
-// non-empty UTF-8 text. Kafka allows a header name more than once: repeats
+// UTF-8 text that is not empty, nor only white space. Kafka allows a header name more than once: repeats
 // with one value are that value, repeats with two are refused. It is the
 // one key that survives a producer publishing the same message again. A
 // producer whose ids are binary (a UUID's 16 bytes) writes them as text,
@@ -61,7 +61,7 @@ func HeaderKey(rec events.KafkaRecord) (string, error) {
 	switch {
 	case n == 0:
 		return "", nil
-	case len(val) == 0:
+	case len(bytes.TrimSpace(val)) == 0: // only white space is no key either
 		return "", fmt.Errorf("kafkaconsumer: header %s is empty", KeyHeader)
 	case !utf8.Valid(val):
 		return "", fmt.Errorf("kafkaconsumer: header %s is not UTF-8 text", KeyHeader)

@@ -45,6 +45,7 @@ func TestDefaultKey(t *testing.T) {
 		{"the header twice, two values", at("credits", 0, 15, headers(k, "evt-1", k, "evt-2")), "", "more than once, with different values"},
 		{"an empty header", at("credits", 0, 15, headers(k, "")), "", "is empty"},
 		{"a null header", at("credits", 0, 15, []map[string]events.JSONNumberBytes{{k: nil}}), "", "is empty"},
+		{"a header of only spaces", at("credits", 0, 15, headers(k, "   ")), "", "is empty"},
 		{"a binary header", at("credits", 0, 15, headers(k, "\x76\xdc\x00\x7f\x80")), "", "not UTF-8 text"},
 		{"a negative offset", at("credits", 0, -1, nil), "", "Kafka numbers both from 0"},
 	} {

@@ -69,6 +69,9 @@ func TestBadRecordsFailAlone(t *testing.T) {
 		{"key attribute a Number", ok, "", attr("Number", "7"), `data type \"Number\"`, false},
 		{"key attribute Binary", ok, "", map[string]events.SQSMessageAttribute{sqsconsumer.KeyAttribute: {DataType: "Binary", BinaryValue: []byte("k")}}, `data type \"Binary\"`, false},
 		{"key attribute empty", ok, "", attr("String", ""), "is empty", false},
+		{"key attribute only spaces", ok, "", attr("String", "   "), "message attribute IdempotencyKey is empty", false},
+		{"key attribute only white space", ok, "", attr("String", "\t \n"), "message attribute IdempotencyKey is empty", false},
+		{"messageId only spaces and no key", ok, "   ", nil, sqsconsumer.ErrNoKey.Error(), false},
 		{"no messageId and no key", ok, "-", nil, sqsconsumer.ErrNoKey.Error(), false},
 		{"no eventSourceARN: no queue to scope the key", ok, "no-arn", nil, "names no queue", false},
 		// SQS allows CR, LF and tab in attribute values, and a direct

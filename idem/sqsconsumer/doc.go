@@ -24,6 +24,9 @@
 //	}
 //	lambda.Start(h)
 //
+// h is a BatchHandler: a wrapper around it (a log line, a metric) takes and
+// returns one, lambda.Start(logged(h)), as the BatchHandler example shows.
+//
 // The event source mapping must set FunctionResponseTypes to
 // ReportBatchItemFailures: the handler answers with the failed records'
 // messageIds in batchItemFailures and never with a function error, so SQS
@@ -80,8 +83,9 @@
 // too, or call these functions, for a redrive to be exactly once (what a
 // producer can do with them: RedriveMessageIDAttribute's doc).
 //
-// An IdempotencyKey attribute that is present but not a non-empty String
-// fails the record rather than fall back to another key. Keys are scoped
+// An IdempotencyKey attribute that is present but not a String, or
+// empty, or only white space, fails the record rather than fall back to
+// another key. Keys are scoped
 // by the queue's name (also the metrics' Source) unless the Store sets a
 // Scope. An SQS key is an opaque id: one holding control or non-ASCII
 // characters is applied once like any other, and logged escaped.

@@ -2,6 +2,7 @@ package sqsconsumer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -60,6 +61,49 @@ func ExampleNew() {
 	// retry: [{m-3}] <nil>
 	// retry: [{m-3}] <nil>
 	// balance 750
+}
+
+// A batch handler wrapped as aws-lambda-go's users wrap theirs: the
+// wrapper takes and returns a BatchHandler, and main hands it to
+// lambda.Start(withRetries(h)). Here it prints the records each batch
+// sends back.
+func ExampleBatchHandler() {
+	ctx := context.Background()
+	env, err := idemtest.Start(ctx) // a local DynamoDB, as in tests
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	store, err := idem.New(env.Client, env.Processed, func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+	if err != nil {
+		panic(err)
+	}
+	h, err := sqsconsumer.New(store, func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) {
+		if rec.Body == "" {
+			return idem.Effect{}, errors.New("an empty body")
+		}
+		return idem.Effect{Response: []byte(rec.Body)}, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	h = withRetries(h)
+	const queue = "arn:aws:sqs:us-east-1:123456789012:orders"
+	h(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", Body: "order 1", EventSourceARN: queue},
+		{MessageId: "m-2", Body: "", EventSourceARN: queue},
+	}})
+	// Output:
+	// 2 records, 1 to retry: [{m-2}]
+}
+
+// withRetries wraps h to print what each batch sends back.
+func withRetries(h sqsconsumer.BatchHandler) sqsconsumer.BatchHandler {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		resp, err := h(ctx, ev)
+		fmt.Printf("%d records, %d to retry: %v\n", len(ev.Records), len(resp.BatchItemFailures), resp.BatchItemFailures)
+		return resp, err
+	}
 }
 
 func ExampleDefaultKey() {

@@ -60,7 +60,8 @@ var defaultKey = FirstKey(AttributeKey, DeduplicationKey, MessageIDKey)
 func FirstKey(fns ...KeyFunc) KeyFunc { return adapt.FirstKey(fns) }
 
 // AttributeKey reads the message attribute IdempotencyKey, which must be a
-// non-empty String (or a custom String type such as "String.uuid"). It is
+// String (or a custom String type such as "String.uuid") that is not
+// empty, nor only white space. It is
 // the one key that survives a producer re-sending the same message.
 func AttributeKey(rec events.SQSMessage) (string, error) {
 	a, ok := rec.MessageAttributes[KeyAttribute]
@@ -70,7 +71,9 @@ func AttributeKey(rec events.SQSMessage) (string, error) {
 	if a.DataType != "String" && !strings.HasPrefix(a.DataType, "String.") {
 		return "", fmt.Errorf("sqsconsumer: message attribute %s has data type %q; want String", KeyAttribute, a.DataType)
 	}
-	if a.StringValue == nil || *a.StringValue == "" {
+	// A key of only white space is a producer's bug, not a key: refused
+	// as the empty one is.
+	if a.StringValue == nil || strings.TrimSpace(*a.StringValue) == "" {
 		return "", fmt.Errorf("sqsconsumer: message attribute %s is empty", KeyAttribute)
 	}
 	return *a.StringValue, nil

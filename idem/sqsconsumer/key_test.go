@@ -30,6 +30,8 @@ func TestDefaultKeyOrder(t *testing.T) {
 		{"number attribute", events.SQSMessage{MessageId: "m", MessageAttributes: attr("Number", aws.String("7"))}, "", `data type "Number"`},
 		{"empty attribute", events.SQSMessage{MessageId: "m", MessageAttributes: attr("String", aws.String(""))}, "", "is empty"},
 		{"attribute without value", events.SQSMessage{MessageId: "m", MessageAttributes: attr("String", nil)}, "", "is empty"},
+		{"attribute of only spaces", events.SQSMessage{MessageId: "m", MessageAttributes: attr("String", aws.String("   "))}, "", "is empty"},
+		{"attribute of only white space", events.SQSMessage{MessageId: "m", MessageAttributes: attr("String", aws.String(" \t\r\n"))}, "", "is empty"},
 		{"nothing", events.SQSMessage{}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

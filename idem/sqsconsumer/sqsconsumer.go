@@ -18,6 +18,19 @@ import (
 // does; idem.FromContext gives the message the kit built from it.
 type Handler func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error)
 
+// BatchHandler is the handler New returns, for lambda.Start: a function of
+// aws-lambda-go's SQS event and batch response, named so that a wrapper
+// (a log line, a metric) can say what it takes and gives:
+//
+//	func logged(h sqsconsumer.BatchHandler) sqsconsumer.BatchHandler {
+//		return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+//			resp, err := h(ctx, ev)
+//			slog.Info("batch", "records", len(ev.Records), "retry", len(resp.BatchItemFailures))
+//			return resp, err
+//		}
+//	}
+type BatchHandler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
+
 // errGroupStopped reports a record not processed because an earlier record
 // of its FIFO message group failed: it must wait, to keep the group's
 // order. A record not started for the deadline is idem.ErrDeadline.
@@ -83,7 +96,7 @@ type consumer struct {
 // FunctionResponseTypes to ReportBatchItemFailures. New refuses a nil store
 // or h, an Options.Source that store cannot take as a message's Source,
 // and lease options it cannot honour.
-func New(store *idem.Store, h Handler, optFns ...func(*Options)) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+func New(store *idem.Store, h Handler, optFns ...func(*Options)) (BatchHandler, error) {
 	if h == nil {
 		return nil, errors.New("sqsconsumer: New: nil Handler")
 	}

@@ -33,7 +33,7 @@ type ClaimedOptions struct {
 // whole-invoke failure, a bisect, or a duplicate delivery of the stream)
 // is a Duplicate. The claim's payload is the record's SequenceNumber,
 // which belongs to its eventID, so no key reuse is looked for.
-func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventRecord) (idem.Effect, error), optFns ...func(*ClaimedOptions)) (func(context.Context, events.DynamoDBEventRecord) error, error) {
+func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventRecord) (idem.Effect, error), optFns ...func(*ClaimedOptions)) (DynamoDBRecordHandler, error) {
 	if h == nil {
 		return nil, errors.New("stream: Claimed: nil handler")
 	}

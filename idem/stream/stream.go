@@ -38,10 +38,23 @@ func (o *Options) setDefaults() {
 	}
 }
 
+// The handlers DynamoDB, Kinesis and Claimed return, named so that a
+// wrapper can say what it takes and gives (sqsconsumer.BatchHandler shows
+// one).
+type (
+	// DynamoDBHandler handles a DynamoDB Streams batch, for lambda.Start.
+	DynamoDBHandler func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
+	// KinesisHandler handles a Kinesis batch, for lambda.Start.
+	KinesisHandler func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error)
+	// DynamoDBRecordHandler handles one DynamoDB stream record, for
+	// DynamoDB.
+	DynamoDBRecordHandler func(ctx context.Context, rec events.DynamoDBEventRecord) error
+)
+
 // DynamoDB returns a handler for lambda.Start that runs h for each record
 // of a DynamoDB Streams batch, in order, and answers with the first one
 // that failed (its SequenceNumber), or none.
-func DynamoDB(h func(context.Context, events.DynamoDBEventRecord) error, optFns ...func(*Options)) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+func DynamoDB(h DynamoDBRecordHandler, optFns ...func(*Options)) (DynamoDBHandler, error) {
 	if h == nil {
 		return nil, errors.New("stream: DynamoDB: nil handler")
 	}
@@ -59,7 +72,7 @@ func DynamoDB(h func(context.Context, events.DynamoDBEventRecord) error, optFns 
 }
 
 // Kinesis is DynamoDB for a Kinesis stream's batches.
-func Kinesis(h func(context.Context, events.KinesisEventRecord) error, optFns ...func(*Options)) (func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error), error) {
+func Kinesis(h func(context.Context, events.KinesisEventRecord) error, optFns ...func(*Options)) (KinesisHandler, error) {
 	if h == nil {
 		return nil, errors.New("stream: Kinesis: nil handler")
 	}

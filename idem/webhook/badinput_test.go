@@ -72,6 +72,8 @@ func TestBadInputCommitsNothing(t *testing.T) {
 		{"CR LF in the key", "plain", badV2(creditBody, false, k("k\r\nX-Injected: 1")), nil, 400, "control", false},
 		{"NUL in the key", "plain", badV2(creditBody, false, k("k\x00")), nil, 400, "control", false},
 		{"a key of spaces", "plain", badV2(creditBody, false, k("   ")), nil, 400, "the idempotency key is empty", false},
+		{"a quoted key of spaces", "plain", badV2(creditBody, false, k(`"   "`)), nil, 400, "the idempotency key is empty", false},
+		{"body id of spaces", "plain", badV2(`{"id":"   ","account":"acc-9","cents":1}`, false, nil), nil, 400, "the idempotency key is empty", false},
 		{"an unclosed quote", "plain", badV2(creditBody, false, k(`"abc`)), nil, 400, "does not close or open", false},
 		{"CR LF inside a quoted key", "plain", badV2(creditBody, false, k("\"k\r\n\"")), nil, 400, "control", false},
 		{"invalid UTF-8 in the key", "plain", badV2(creditBody, false, k("k\xff")), nil, 400, "non-ASCII", false},

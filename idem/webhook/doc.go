@@ -44,8 +44,8 @@
 // net/http's body is read no further); base64 decoding when API Gateway or
 // the load balancer encoded the body (400); the signature over the raw
 // bytes (401); the body, which must be exactly one JSON value in valid
-// UTF-8 (400); the idempotency key, 1 to 255 printable ASCII characters
-// (400); the payload's fingerprint (400); then idem.Store.Process, which
+// UTF-8 (400); the idempotency key, 1 to 255 printable ASCII characters,
+// not all spaces (400); the payload's fingerprint (400); then idem.Store.Process, which
 // claims the key and commits the Handler's writes in one transaction.
 // Refusals before the claim (401, 413, a bad key) are logged and counted
 // as Refused, by the Store's Logger and Observers, apart from Failed so
@@ -110,7 +110,9 @@
 //
 //   - first delivery: the Handler's response, stored with the claim;
 //   - redelivery (same key, same fingerprint): exactly the stored status,
-//     headers and body, plus Idempotent-Replayed: true;
+//     headers and body, plus Idempotent-Replayed: true; without a lease,
+//     a delivery racing the first from another environment is one (its
+//     transaction meets the committed claim);
 //   - the key reused with another fingerprint: 422;
 //   - a malformed payload (BadRequest from the Handler, or a body
 //     JSONHandler cannot decode, included): 400;

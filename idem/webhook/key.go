@@ -107,10 +107,11 @@ func unquote(v string) (string, error) {
 }
 
 // checkKey accepts 1 to maxKeyBytes printable ASCII characters (space to
-// '~'): what a structured-field string may hold, and what fits a claim key
-// with room to spare.
+// '~'), not all of them spaces: what a structured-field string may hold,
+// and what fits a claim key with room to spare. A key of only spaces
+// (`Idempotency-Key: "   "`) is a client's bug, refused as the empty one.
 func checkKey(k string) error {
-	if k == "" {
+	if strings.TrimSpace(k) == "" {
 		return errors.New("the idempotency key is empty")
 	}
 	if len(k) > maxKeyBytes {

@@ -26,6 +26,7 @@ func TestReadKey(t *testing.T) {
 	}{
 		{"a key", func() (string, error) { return "k", nil }, "k", nil, ""},
 		{"no key", func() (string, error) { return "", nil }, "", errNoKey, "no idempotency key"},
+		{"a key of only white space", func() (string, error) { return " \t\n ", nil }, "", errNoKey, "no idempotency key"},
 		{"an error, with the key read before it", func() (string, error) { return "k", unusable }, "k", unusable, "unusable"},
 		{"a panic", func() (string, error) { panic("no key") }, "", nil, "Options.Key panicked: no key"},
 	} {
@@ -55,6 +56,7 @@ func TestFirstKey(t *testing.T) {
 	none := keyFunc(func(string) (string, error) { return "", nil })
 	bad := keyFunc(func(string) (string, error) { return "", unusable })
 	echo := keyFunc(func(s string) (string, error) { return s, nil })
+	blank := keyFunc(func(string) (string, error) { return "   ", nil })
 	for _, tc := range []struct {
 		name string
 		fns  []keyFunc
@@ -65,6 +67,7 @@ func TestFirstKey(t *testing.T) {
 		{"the first non-empty", []keyFunc{none, echo, bad}, "rec", nil},
 		{"an error before a key", []keyFunc{none, bad, echo}, "", unusable},
 		{"no key of any kind", []keyFunc{none, none}, "", nil},
+		{"a key of only spaces is none", []keyFunc{blank, echo}, "rec", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if key, err := adapt.FirstKey(tc.fns)("rec"); key != tc.key || !errors.Is(err, tc.err) {

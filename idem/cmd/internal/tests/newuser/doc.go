@@ -2,6 +2,7 @@
 // module that requires it (replaced by this checkout) holds the tests in
 // testdata/consumer, an SQS consumer, a Stripe webhook and an EventBridge
 // consumer built with idemtest, each delivering its message three times;
-// every complete Go program in README.md builds and vets there too. It
-// has no API: its test is the point.
+// every complete Go program in README.md builds and vets there too, and
+// README.md's test files (a block opening with "// main_test.go") run
+// beside its first program. It has no API: its test is the point.
 package newuser

@@ -11,7 +11,7 @@ import (
 )
 
 // TestANewModule runs testdata/consumer's tests in a module of their own,
-// and builds README.md's programs there.
+// and builds README.md's programs there and runs its tests.
 func TestANewModule(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -51,7 +51,17 @@ func TestANewModule(t *testing.T) {
 	for i, p := range programs {
 		write(fmt.Sprintf("readme/program%d/main.go", i+1), p[1])
 	}
-	t.Logf("%d test files, %d README programs", len(tests), len(programs))
+	// The README's test files open with their name: they go beside the
+	// first program's main.go, whose types they use, and run with the
+	// module's tests.
+	readmeTests := regexp.MustCompile("(?s)```go\n(// (\\w+_test\\.go)[^\n]*\npackage main\n.*?)```").FindAllStringSubmatch(string(readme), -1)
+	if len(programs) == 0 || len(readmeTests) == 0 {
+		t.Fatalf("README.md: want its programs and its test files (a go block opening with \"// name_test.go\"), found %d and %d", len(programs), len(readmeTests))
+	}
+	for _, f := range readmeTests {
+		write("readme/program1/"+f[2], f[1])
+	}
+	t.Logf("%d test files, %d README programs, %d README test files", len(tests), len(programs), len(readmeTests))
 	run := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command(goCmd, args...)
