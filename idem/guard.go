@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,7 +26,9 @@ type DescribeTableAPI interface {
 // default), replication resolves concurrent writes by last writer wins,
 // so one message delivered in two Regions is claimed, and applied, in
 // both (FACTS: global tables). The guard reads the table's description
-// once and refuses to claim on such a table.
+// once and refuses to claim on such a table. DescribeTable asked in one
+// Region lists the replicas in the other Regions, and sometimes its own
+// too: any replica in a Region other than the Store's own refuses.
 
 // tableGuard is what the Store learnt of its claims table: nothing yet,
 // or that it may claim on it (checked), or why not (refusal).
@@ -56,7 +59,7 @@ func (s *Store) checkTable(ctx context.Context, key string) error {
 		case err != nil:
 			return &RetryableError{Key: key, Attempts: 1, Err: fmt.Errorf("DescribeTable %s, read once before the first claim: %w", s.table, err)}
 		}
-		g.checked, g.refusal = true, replicatedRefusal(out.Table)
+		g.checked, g.refusal = true, replicatedRefusal(out.Table, s.region)
 	}
 	if g.refusal != "" {
 		return &InvalidError{Key: key, Server: true, Reason: g.refusal}
@@ -65,24 +68,55 @@ func (s *Store) checkTable(ctx context.Context, key string) error {
 }
 
 // replicatedRefusal says why a table described as t cannot hold claims: it
-// is replicated to other Regions, each of which accepts writes, with
-// eventual consistency; "" when it can.
-func replicatedRefusal(t *types.TableDescription) string {
-	if t == nil {
+// has a replica in a Region other than the Store's own, each of which
+// accepts writes, with eventual consistency; "" when it can. The Store's
+// Region is the one in the table's ARN, else the client's (region); when
+// neither says, every replica listed is taken for another Region's.
+func replicatedRefusal(t *types.TableDescription, region string) string {
+	if t == nil || t.MultiRegionConsistency == types.MultiRegionConsistencyStrong {
 		return ""
+	}
+	if r := arnRegion(aws.ToString(t.TableArn)); r != "" {
+		region = r
+	}
+	var others []string
+	for _, r := range t.Replicas {
+		if name := aws.ToString(r.RegionName); name != region && !slices.Contains(others, name) {
+			others = append(others, name)
+		}
 	}
 	legacy := aws.ToString(t.GlobalTableVersion) == "2017.11.29" // its replicas are not in DescribeTable
-	if len(t.Replicas) < 2 && !legacy || t.MultiRegionConsistency == types.MultiRegionConsistencyStrong {
+	if len(others) == 0 && !legacy {
 		return ""
 	}
-	var regions []string
-	for _, r := range t.Replicas {
-		regions = append(regions, aws.ToString(r.RegionName))
-	}
 	what := "a global table of version 2017.11.29"
-	if len(regions) > 0 {
-		what = "a global table replicated in " + strings.Join(regions, ", ")
+	if len(others) > 0 {
+		in := strings.Join(others, ", ")
+		if region != "" {
+			in = region + " (this Store's Region), " + in
+		}
+		what = "a global table replicated in " + in
 	}
 	return fmt.Sprintf("the claims table %s is %s with multi-Region eventual consistency: each Region accepts writes and the last writer wins, so a message delivered in two Regions would be claimed and applied in both. Claim in one Region: a table of the Region's own, or this one written in one Region only (then set idem.Options.WritesInOneRegion), or a table with multi-Region strong consistency",
 		aws.ToString(t.TableName), what)
+}
+
+// arnRegion is the Region of an ARN ("arn:aws:dynamodb:us-east-1:…"), or
+// "" when arn is not one.
+func arnRegion(arn string) string {
+	parts := strings.SplitN(arn, ":", 5)
+	if len(parts) < 5 || parts[0] != "arn" {
+		return ""
+	}
+	return parts[3]
+}
+
+// clientRegion is the Region client sends to, when it says, as a
+// *dynamodb.Client does: the Store's own when its table's ARN does not
+// say.
+func clientRegion(client TransactWriteAPI) string {
+	if c, ok := client.(interface{ Options() dynamodb.Options }); ok {
+		return c.Options().Region
+	}
+	return ""
 }
