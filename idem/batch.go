@@ -282,9 +282,10 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 	}
 	var tce *types.TransactionCanceledException
 	readable := errors.As(err, &tce) && len(tce.CancellationReasons) == len(items)
-	if len(es) > 1 && !readable && (tce != nil || isValidationException(err)) {
+	if len(es) > 1 && !readable && (tce != nil || isValidationException(err) || isNotFound(err)) {
 		// The server refused what the packing let through, or its reasons
-		// cannot be told apart: each message goes alone, as in Process.
+		// cannot be told apart (nor which message's table is missing):
+		// each message goes alone, as in Process.
 		for _, e := range es {
 			e.alone = true
 		}
@@ -292,7 +293,7 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 	}
 	if !readable {
 		for _, e := range es {
-			if b.settle(e, err, &sent) {
+			if b.settle(ctx, e, err, &sent) {
 				again = append(again, e)
 			}
 		}
@@ -309,7 +310,7 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 		}
 		culprits++
 		own := &types.TransactionCanceledException{Message: tce.Message, CancellationReasons: reasons}
-		if b.settle(e, own, &sent) {
+		if b.settle(ctx, e, own, &sent) {
 			again = append(again, e)
 		}
 	}
@@ -340,11 +341,11 @@ func isValidationException(err error) bool {
 // error, as commit does. It says whether e is to be sent again at once, to
 // record its rejection; after a conflict or throttling within MaxAttempts,
 // e goes to b.waiting instead.
-func (b *batchRun) settle(e *entry, err error, sent *sendLog) bool {
+func (b *batchRun) settle(ctx context.Context, e *entry, err error, sent *sendLog) bool {
 	retry := retryable(err)
 	var res Result
 	if !retry {
-		res, err = b.s.failure(e.c, e.rec, e.writes, err, sent)
+		res, err = b.s.failure(ctx, e.c, e.rec, e.writes, err, sent)
 	}
 	var rej *RejectedError
 	var re *RetryableError

@@ -29,6 +29,10 @@ type DescribeTableAPI interface {
 // once and refuses to claim on such a table. DescribeTable asked in one
 // Region lists the replicas in the other Regions, and sometimes its own
 // too: any replica in a Region other than the Store's own refuses.
+//
+// The same description tells a missing claims table
+// (ResourceNotFoundException) apart from an outage, before the first
+// claim; a transaction answered so later names its tables (tableNotFound).
 
 // tableGuard is what the Store learnt of its claims table: nothing yet,
 // or that it may claim on it (checked), or why not (refusal).
@@ -41,6 +45,8 @@ type tableGuard struct {
 // checkTable says why the Store may not claim on its table, reading the
 // table's description on its first call. A client without DescribeTable,
 // and a Store told the table is written in one Region, are not checked.
+// A missing table is not remembered: the next delivery reads again, and
+// claims once the table exists.
 func (s *Store) checkTable(ctx context.Context, key string) error {
 	if s.describer == nil || s.opts.WritesInOneRegion {
 		return nil
@@ -52,8 +58,8 @@ func (s *Store) checkTable(ctx context.Context, key string) error {
 		out, err := s.describer.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
 		var ae smithy.APIError
 		switch {
-		case errors.As(err, &ae) && ae.ErrorCode() == "ResourceNotFoundException":
-			return nil // the claim's own call says the table is missing; checked once it exists
+		case isNotFound(err):
+			return &TableNotFoundError{Key: key, Tables: []string{s.table}, Claims: true, Region: s.region, Err: err}
 		case errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "AccessDenied"):
 			return &InvalidError{Key: key, Server: true, Reason: fmt.Sprintf("DescribeTable %s is denied: a Store reads its claims table's description once, to refuse a table written in several Regions; grant dynamodb:DescribeTable on it, or set idem.Options.WritesInOneRegion if only one Region writes it (%v)", s.table, err)}
 		case err != nil:
@@ -112,11 +118,45 @@ func arnRegion(arn string) string {
 }
 
 // clientRegion is the Region client sends to, when it says, as a
-// *dynamodb.Client does: the Store's own when its table's ARN does not
-// say.
+// *dynamodb.Client does: a missing table has no ARN to name it by.
 func clientRegion(client TransactWriteAPI) string {
 	if c, ok := client.(interface{ Options() dynamodb.Options }); ok {
 		return c.Options().Region
 	}
 	return ""
+}
+
+// isNotFound says whether err is DynamoDB's answer that a table the call
+// names does not exist (in the client's Region).
+func isNotFound(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ResourceNotFoundException"
+}
+
+// tableNotFound is a delivery's error when DynamoDB answered its
+// transaction, the claim of key with writes, err, a
+// ResourceNotFoundException; nil for any other error. The answer names no
+// table: the claims table is described again (on this failure only) to
+// leave it out of the candidates when it exists, or name it alone when it
+// does not.
+func (s *Store) tableNotFound(ctx context.Context, key string, writes []types.TransactWriteItem, err error) error {
+	if !isNotFound(err) {
+		return nil
+	}
+	tables := []string{s.table}
+	for _, t := range tablesOf(writes) {
+		if !slices.Contains(tables, t) {
+			tables = append(tables, t)
+		}
+	}
+	if s.describer != nil {
+		_, derr := s.describer.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
+		switch {
+		case isNotFound(derr):
+			return &TableNotFoundError{Key: key, Tables: tables[:1], Claims: true, Region: s.region, Err: err}
+		case derr == nil && len(tables) > 1:
+			tables = tables[1:]
+		}
+	}
+	return &TableNotFoundError{Key: key, Tables: tables, Region: s.region, Err: err}
 }

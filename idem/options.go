@@ -130,7 +130,8 @@ type Options struct {
 
 	// Logger receives one record per outcome: Processed at DEBUG;
 	// Duplicate, Rejected, Refused and InFlight at INFO; KeyReuse, Failed
-	// and Fenced at WARN. Defaults to slog.Default().
+	// and Fenced at WARN; TableNotFound at ERROR. Defaults to
+	// slog.Default().
 	Logger *slog.Logger
 
 	// TracerProvider makes the spans of each delivery and of its DynamoDB

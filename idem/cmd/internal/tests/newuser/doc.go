@@ -1,7 +1,8 @@
 // Package newuser tries the kit as a new user does, from outside: a new
 // module that requires it (replaced by this checkout) holds the tests in
 // testdata/consumer, an SQS consumer, a Stripe webhook and an EventBridge
-// consumer built with idemtest, each delivering its message three times;
+// consumer built with idemtest, each delivering its message three times,
+// and a consumer pointed at a misspelt table;
 // every complete Go program in README.md builds and vets there too. It
 // has no API: its test is the point.
 package newuser
