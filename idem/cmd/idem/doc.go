@@ -16,7 +16,8 @@
 //
 // It reads claims as the Store that wrote them: keys from the adapters' own
 // functions (sqsconsumer.AttributeKey, DeduplicationKey, …; the webhook
-// presets' Sources; a Mux route as a Receiver's default Source), records
+// presets' Sources; a Mux route or ServeMux pattern as a Receiver's
+// default Source), records
 // decoded by the kit's codec, outbox items by the ids wire.ID gives them.
 // The global flags -prefix, -scope, -sort-key, -sort-key-value and -attr
 // mirror the Store's idem.Options; give the ones the functions set. For a
