@@ -118,7 +118,8 @@ func arnRegion(arn string) string {
 }
 
 // clientRegion is the Region client sends to, when it says, as a
-// *dynamodb.Client does: a missing table has no ARN to name it by.
+// *dynamodb.Client does: the Store's own when its table's ARN does not
+// say, and the one a missing table's error names (it has no ARN).
 func clientRegion(client TransactWriteAPI) string {
 	if c, ok := client.(interface{ Options() dynamodb.Options }); ok {
 		return c.Options().Region
