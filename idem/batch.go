@@ -287,9 +287,10 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 	}
 	var tce *types.TransactionCanceledException
 	readable := errors.As(err, &tce) && len(tce.CancellationReasons) == len(items)
-	if len(es) > 1 && !readable && (tce != nil || isValidationException(err)) {
+	if len(es) > 1 && !readable && (tce != nil || isValidationException(err) || isNotFound(err)) {
 		// The server refused what the packing let through, or its reasons
-		// cannot be told apart: each message goes alone, as in Process.
+		// cannot be told apart (nor which message's table is missing):
+		// each message goes alone, as in Process.
 		for _, e := range es {
 			e.alone = true
 		}
@@ -349,7 +350,7 @@ func (b *batchRun) settle(ctx context.Context, e *entry, err error, sent *sendLo
 	retry := retryable(err)
 	var res Result
 	if !retry {
-		res, err = b.s.failure(e.c, e.rec, e.writes, err, sent)
+		res, err = b.s.failure(ctx, e.c, e.rec, e.writes, err, sent)
 	}
 	var rej *RejectedError
 	var re *RetryableError

@@ -92,6 +92,8 @@ func kind(r idem.BatchResult) string {
 		return "HandlerError"
 	case errors.As(r.Err, &pe):
 		return "PanicError"
+	case errors.Is(r.Err, idem.ErrTableNotFound):
+		return "TableNotFound"
 	case errors.Is(r.Err, idem.ErrInvalid):
 		return "Invalid"
 	case errors.Is(r.Err, idem.ErrRetryable):
@@ -445,9 +447,9 @@ func TestProcessBatchRetries(t *testing.T) {
 		{"a cancellation that blames nobody", func(_ int, _ []string, actions int) error {
 			return cancelled(repeat("None", actions)...)
 		}, false, 1, []string{"store", "store"}},
-		{"missing table", func(int, []string, int) error {
+		{"missing table: each message alone, to tell whose", func(int, []string, int) error {
 			return &types.ResourceNotFoundException{Message: aws.String("no table")}
-		}, false, 1, []string{"store", "store"}},
+		}, false, 3, []string{"TableNotFound", "TableNotFound"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0

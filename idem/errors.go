@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -31,6 +33,10 @@ var (
 	// its items until it ran out of time (a *ContendedError). Nothing was
 	// committed; it matches ErrRetryable too.
 	ErrContended = errors.New("idem: contended until the deadline")
+	// ErrTableNotFound: a table the delivery writes does not exist in the
+	// client's Region, a configuration error rather than an outage. It
+	// matches a *TableNotFoundError, which matches ErrInvalid too.
+	ErrTableNotFound = errors.New("idem: table not found")
 )
 
 // InvalidError reports a message or effect that was not sent because
@@ -224,10 +230,62 @@ func (e *ReplayError) Error() string {
 }
 func (e *ReplayError) Unwrap() error { return e.Err }
 
+// TableNotFoundError reports a delivery that met a table missing from its
+// Region (DynamoDB's ResourceNotFoundException): the claims table, found
+// missing by the Store's DescribeTable before the claim (Claims), or a
+// table the delivery's transaction writes. A configuration error, not an
+// outage: nothing was applied or recorded, and the delivery fails, to come
+// back (an SQS batch item failure, a webhook's 500) until the table exists
+// or its name is fixed. It is counted TableNotFound, apart from Failed.
+type TableNotFoundError struct {
+	Key string
+	// Tables are the tables that may be missing: the claims table alone
+	// when Claims, else the transaction's tables DynamoDB did not tell
+	// apart (its answer names none), the claims table left out once it
+	// is known to exist.
+	Tables []string
+	// Claims says the missing table is the claims table idem.New was
+	// given.
+	Claims bool
+	// Region is the client's Region, "" when the client does not say
+	// (a client other than *dynamodb.Client).
+	Region string
+	Err    error
+}
+
+func (e *TableNotFoundError) Error() string {
+	where := "in " + e.Region
+	if e.Region == "" {
+		where = "in the client's Region"
+	}
+	quoted := make([]string, len(e.Tables))
+	for i, t := range e.Tables {
+		quoted[i] = strconv.Quote(t)
+	}
+	var what string
+	switch {
+	case e.Claims:
+		what = fmt.Sprintf("processed-ids table %s not found %s: create it, or give idem.New the name of the table that exists", strings.Join(quoted, ", "), where)
+	case len(quoted) == 1:
+		what = fmt.Sprintf("effect table %s not found %s: create it, or fix the table name in the effect's writes", quoted[0], where)
+	default:
+		what = fmt.Sprintf("one of the tables %s not found %s (DynamoDB does not say which): create it, or fix the name given", strings.Join(quoted, ", "), where)
+	}
+	if e.Key == "" {
+		return "idem: " + what + "; nothing was applied"
+	}
+	return fmt.Sprintf("idem: %q: %s; nothing was applied", e.Key, what)
+}
+
+func (e *TableNotFoundError) Is(target error) bool {
+	return target == ErrTableNotFound || target == ErrInvalid
+}
+func (e *TableNotFoundError) Unwrap() error { return e.Err }
+
 // StoreError wraps a DynamoDB error that is neither transient nor the
-// message's fault: an answer from DynamoDB that refused the call (a missing
-// table, denied access), or a failure before any request went out (no
-// credentials). Nothing was committed.
+// message's fault: an answer from DynamoDB that refused the call (denied
+// access; a missing table is a *TableNotFoundError), or a failure before
+// any request went out (no credentials). Nothing was committed.
 type StoreError struct {
 	Key string
 	Err error

@@ -57,13 +57,28 @@ func (d *describeAs) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // TestGlobalTableGuard: a Store reads its claims table's description once,
-// before its first claim, and refuses to claim on a table replicated to
-// other Regions with eventual consistency, where one message delivered in
-// two Regions would be applied in both: nothing is committed, and the
-// error names the table and what to do. Strong consistency, one
-// replica, and a deployment that says it writes in one Region claim.
+// before its first claim, and refuses to claim on a table with a replica
+// in a Region other than its own, with eventual consistency, where one
+// message delivered in two Regions would be applied in both: nothing is
+// committed, and the error names the table, the Regions and what to do.
+// DescribeTable asked in one Region lists the other Regions' replicas, and
+// sometimes its own: one listed replica of another Region refuses. The
+// Store's Region is the table ARN's, else the client's. Strong
+// consistency, the own Region alone, and a deployment that says it writes
+// in one Region claim.
 func TestGlobalTableGuard(t *testing.T) {
-	replicas := []map[string]any{{"RegionName": "us-east-1", "ReplicaStatus": "ACTIVE"}, {"RegionName": "eu-west-1", "ReplicaStatus": "ACTIVE"}}
+	own := idemtest.Client(idemtest.Endpoint(t)).Options().Region // the local server's ARNs name it too
+	replica := func(regions ...string) []map[string]any {
+		var rs []map[string]any
+		for _, r := range regions {
+			rs = append(rs, map[string]any{"RegionName": r, "ReplicaStatus": "ACTIVE"})
+		}
+		return rs
+	}
+	replicas := replica(own, "eu-west-1")
+	listed := func(others string) string { // the refusal's list of Regions
+		return "replicated in " + own + " (this Store's Region), " + others + " with multi-Region eventual consistency"
+	}
 	for _, tc := range []struct {
 		name       string
 		describe   describeAs
@@ -74,8 +89,22 @@ func TestGlobalTableGuard(t *testing.T) {
 		wantCredit int
 	}{
 		{name: "a table of one Region", wantCalls: 1, wantCredit: 500},
-		{name: "replicated, eventual consistency", describe: describeAs{table: map[string]any{"Replicas": replicas}},
-			refused: "replicated in us-east-1, eu-west-1 with multi-Region eventual consistency", wantCalls: 1},
+		{name: "replicated, the own Region listed too", describe: describeAs{table: map[string]any{"Replicas": replicas}},
+			refused: listed("eu-west-1"), wantCalls: 1},
+		{name: "one other Region listed", describe: describeAs{table: map[string]any{"Replicas": replica("eu-west-1")}},
+			refused: listed("eu-west-1"), wantCalls: 1},
+		{name: "two other Regions listed", describe: describeAs{table: map[string]any{"Replicas": replica("eu-west-1", "us-west-2")}},
+			refused: listed("eu-west-1, us-west-2"), wantCalls: 1},
+		{name: "only the own Region listed", describe: describeAs{table: map[string]any{"Replicas": replica(own)}},
+			wantCalls: 1, wantCredit: 500},
+		{name: "no ARN: the client's Region, another listed", describe: describeAs{table: map[string]any{"TableArn": nil, "Replicas": replica("eu-west-1")}},
+			refused: listed("eu-west-1"), wantCalls: 1},
+		{name: "no ARN: the client's Region, alone listed", describe: describeAs{table: map[string]any{"TableArn": nil, "Replicas": replica(own)}},
+			wantCalls: 1, wantCredit: 500},
+		{name: "one other Region, strong consistency", describe: describeAs{table: map[string]any{"Replicas": replica("eu-west-1"), "MultiRegionConsistency": "STRONG"}},
+			wantCalls: 1, wantCredit: 500},
+		{name: "one other Region, written in one Region", describe: describeAs{table: map[string]any{"Replicas": replica("eu-west-1")}}, oneRegion: true,
+			wantCalls: 0, wantCredit: 500},
 		{name: "replicated, consistency named EVENTUAL", describe: describeAs{table: map[string]any{"Replicas": replicas, "MultiRegionConsistency": "EVENTUAL"}},
 			refused: "WritesInOneRegion", wantCalls: 1},
 		{name: "a legacy global table", describe: describeAs{table: map[string]any{"GlobalTableVersion": "2017.11.29"}},

@@ -323,6 +323,9 @@ func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Recor
 		stored := s.decodeRecord(ccf.Item)
 		return stored, stored.Outcome == Pending && stored.lease == leaseID, nil
 	}
+	if isNotFound(err) { // the lease's UpdateItem names the claims table alone
+		return Record{}, false, &TableNotFoundError{Key: id.Key, Tables: []string{s.table}, Claims: true, Region: s.region, Err: err}
+	}
 	contended := isContention(err) // refused: nothing was taken
 	err = callError(id.Key, "the lease", err, &sent)
 	if errors.Is(err, ErrRetryable) && !contended {

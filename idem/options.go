@@ -50,9 +50,9 @@ type Options struct {
 	// in one Region only (the others stand by), so the Store may claim on
 	// it. Defaults to false: on its first claim a Store reads the table's
 	// description (one DescribeTable a cold start, which needs
-	// dynamodb:DescribeTable) and refuses to claim on a table that accepts
-	// writes in several Regions with eventual consistency, where one
-	// message delivered in two Regions would be applied in both.
+	// dynamodb:DescribeTable) and refuses to claim on a table with a
+	// replica in a Region other than its own, with eventual consistency,
+	// where one message delivered in two Regions would be applied in both.
 	WritesInOneRegion bool
 
 	// RetentionDays is how long a claim is kept, in days. It must exceed the
@@ -135,7 +135,8 @@ type Options struct {
 
 	// Logger receives one record per outcome: Processed at DEBUG;
 	// Duplicate, Rejected, Refused and InFlight at INFO; KeyReuse, Failed
-	// and Fenced at WARN. Defaults to slog.Default().
+	// and Fenced at WARN; TableNotFound at ERROR. Defaults to
+	// slog.Default().
 	Logger *slog.Logger
 
 	// TracerProvider makes the spans of each delivery and of its DynamoDB

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -52,6 +53,12 @@ const (
 	// retried. Counted apart from Failed: the item is hotter than one
 	// transaction at a time (the guide's hot items).
 	Contended Outcome = "Contended"
+	// TableNotFound: the claims table, or a table of the effect, does not
+	// exist in the client's Region (*TableNotFoundError); nothing was
+	// done, and the delivery is to be retried once the table exists or its
+	// name is fixed. Counted apart from Failed: a configuration error, not
+	// an outage, and logged at ERROR with the table and the Region.
+	TableNotFound Outcome = "TableNotFound"
 
 	// Pending is a claim record's outcome while a lease holds it; never a
 	// delivery's.
@@ -96,7 +103,7 @@ type Observation struct {
 	// Result is the outcome's details, for Processed, Duplicate and
 	// Rejected.
 	Result Result
-	// Err is why, for KeyReuse, Failed and Refused.
+	// Err is why, for every outcome but Processed, Duplicate and Rejected.
 	Err error
 	// Time is when it was settled, by Options.Now.
 	Time time.Time
@@ -126,6 +133,8 @@ func outcomeOf(res Result, err error) Outcome {
 		return Fenced
 	case errors.Is(err, ErrContended):
 		return Contended
+	case errors.Is(err, ErrTableNotFound):
+		return TableNotFound
 	}
 	return Failed
 }
@@ -159,6 +168,8 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, id 
 		level = slog.LevelDebug
 	case KeyReuse, Failed, Fenced, Contended:
 		level = slog.LevelWarn
+	case TableNotFound:
+		level = slog.LevelError
 	}
 	if o.log.Enabled(ctx, level) {
 		attrs := []slog.Attr{slog.String("outcome", string(outcome)), slog.String("id", msg.ID), slog.String("source", msg.Source), slog.String("key", key)}
@@ -207,7 +218,10 @@ func errAttrs(attrs []slog.Attr, err error) []slog.Attr {
 	var pe *PanicError
 	var lh *LeaseHeldError
 	var fe *FencedError
+	var nf *TableNotFoundError
 	switch {
+	case errors.As(err, &nf):
+		attrs = append(attrs, slog.String("table", strings.Join(nf.Tables, ",")), slog.String("region", nf.Region))
 	case errors.As(err, &kr):
 		attrs = append(attrs, slog.String("fingerprint", kr.Fingerprint), slog.String("storedFingerprint", kr.Stored.Fingerprint))
 	case errors.As(err, &lh):
@@ -244,7 +258,7 @@ func (t *deliveryTrace) end(key string, res Result, err error) {
 	}
 	t.span.SetAttributes(attrs...)
 	switch outcome {
-	case Failed:
+	case Failed, TableNotFound:
 		t.span.SetStatus(codes.Error, string(outcome))
 	case KeyReuse, Fenced:
 		if !t.server { // an HTTP server's 4xx is the client's error, not the span's

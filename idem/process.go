@@ -39,7 +39,8 @@ import (
 // applied; Result.Record.Response is the stored response), or Rejected (the
 // effect's condition failed and Effect.Rejected recorded it). Any error
 // means the delivery must be retried or dead-lettered: *InvalidError,
-// *KeyReuseError, *RejectedError, *HandlerError, *PanicError or
+// *KeyReuseError, *RejectedError, *HandlerError, *PanicError,
+// *TableNotFoundError (a table missing from the client's Region) or
 // *StoreError (nothing committed), *ReplayError (a Duplicate whose
 // Message.Replay failed; nothing applied), *LeaseHeldError (a ProcessLeased
 // delivery of the message is running; nothing done), or *RetryableError

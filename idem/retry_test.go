@@ -75,7 +75,7 @@ func TestAnswersAndRetries(t *testing.T) {
 		{name: "server fault", errs: []error{serverFault}, wantCalls: 1, wantErr: idem.ErrRetryable},
 		{name: "validation by the server", errs: []error{cancelled("None", "ValidationError")}, wantCalls: 1, wantErr: idem.ErrInvalid, wantType: new(*idem.InvalidError)},
 		{name: "validation exception", errs: []error{&smithy.GenericAPIError{Code: "ValidationException", Message: "bad"}}, wantCalls: 1, wantErr: idem.ErrInvalid},
-		{name: "missing table", errs: []error{&types.ResourceNotFoundException{Message: aws.String("no table")}}, wantCalls: 1, wantType: new(*idem.StoreError)},
+		{name: "missing table", errs: []error{&types.ResourceNotFoundException{Message: aws.String("no table")}}, wantCalls: 1, wantErr: idem.ErrTableNotFound, wantType: new(*idem.TableNotFoundError)},
 		{name: "effect rejected", errs: []error{cancelled("None", "ConditionalCheckFailed")}, wantCalls: 1, wantErr: idem.ErrRejected},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

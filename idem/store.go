@@ -34,6 +34,7 @@ type Store struct {
 	describer DescribeTableAPI // client's DescribeTable, or nil: the table is not checked
 	guard     tableGuard
 	table     string
+	region    string // the client's Region (the Store's own, named in its errors); "" when it does not say
 	opts      Options
 	obs       observer
 	cache     *cache // nil without Options.CacheSize
@@ -103,7 +104,7 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 	reader, _ := client.(GetItemAPI)
 	updater, _ := client.(UpdateItemAPI)
 	describer, _ := client.(DescribeTableAPI)
-	return &Store{client: client, reader: reader, updater: updater, describer: describer, table: table, opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r, settled: newSettledKeys(),
+	return &Store{client: client, reader: reader, updater: updater, describer: describer, table: table, region: clientRegion(client), opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r, settled: newSettledKeys(),
 		tracer: tp.Tracer(tracerName), keyNames: keyNames,
 		claimNames: map[string]string{"#k": o.Attributes.Key, "#e": o.Attributes.ExpiresAt}}, nil
 }

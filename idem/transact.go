@@ -145,7 +145,7 @@ func (s *Store) commit(ctx context.Context, c claimAction, rec Record, writes []
 			return Result{Outcome: Processed, Record: rec}, nil
 		}
 		if !retryable(err) {
-			return s.failure(c, rec, writes, err, &sent)
+			return s.failure(ctx, c, rec, writes, err, &sent)
 		}
 		if !r.refused(ctx, s, err) || r.wait(ctx, s) != nil {
 			return Result{}, r.gaveUp(rec.Key, sent.count(), err)
@@ -176,7 +176,10 @@ func retryable(err error) bool {
 // failure is the delivery's outcome from a failed TransactWriteItems not
 // worth another attempt (retryable). sent tells whether a request went
 // out: an error that is not DynamoDB's answer may follow a commit.
-func (s *Store) failure(c claimAction, rec Record, writes []types.TransactWriteItem, err error, sent *sendLog) (Result, error) {
+func (s *Store) failure(ctx context.Context, c claimAction, rec Record, writes []types.TransactWriteItem, err error, sent *sendLog) (Result, error) {
+	if nf := s.tableNotFound(ctx, rec.Key, writes, err); nf != nil {
+		return Result{}, nf
+	}
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
 		return Result{}, callError(rec.Key, "", err, sent)

@@ -12,9 +12,12 @@
 // idem reports each outcome to its Observers, and this is one of them.
 //
 // The metric's name is the outcome (Processed, Duplicate, Rejected,
-// KeyReuse, Failed, Refused, InFlight, Fenced, Contended), its value 1, so an alarm
-// sums it per Source: the reference template alarms on each source's
-// duplicate rate and on any Failed or KeyReuse. A tenant's delivery
+// KeyReuse, Failed, Refused, InFlight, Fenced, Contended, TableNotFound),
+// its value 1, so an alarm sums it per Source: the reference template
+// alarms on each source's duplicate rate and on any Failed, KeyReuse or
+// TableNotFound. A TableNotFound line also carries the missing table (or
+// the candidates, comma-separated) and the Region as the properties Table
+// and Region, which CloudWatch Logs Insights can filter on. A tenant's delivery
 // (idem.Message.Tenant, Lambda's tenant isolation mode) is counted per
 // Source and also per Source and Tenant, so an alarm may watch either.
 //

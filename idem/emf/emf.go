@@ -77,6 +77,14 @@ func (w *Writer) Observe(_ context.Context, o idem.Observation) {
 		b = append(b, `,"Tenant":`...)
 		b = appendJSONString(b, o.Message.Tenant)
 	}
+	if nf := (*idem.TableNotFoundError)(nil); o.Outcome == idem.TableNotFound && errors.As(o.Err, &nf) {
+		// Properties, not dimensions: the line says which table is
+		// missing, where, without a metric per table.
+		b = append(b, `,"Table":`...)
+		b = appendJSONString(b, strings.Join(nf.Tables, ","))
+		b = append(b, `,"Region":`...)
+		b = appendJSONString(b, nf.Region)
+	}
 	b = append(b, `,"`...)
 	b = append(b, o.Outcome...)
 	b = append(b, "\":1}\n"...)

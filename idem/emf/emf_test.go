@@ -75,3 +75,25 @@ func TestNewRefusesWhatCloudWatchRefuses(t *testing.T) {
 		t.Error("a nil writer: want an error")
 	}
 }
+
+// TestTableNotFoundNamesTheTable: a missing table's line counts
+// TableNotFound and carries the table and the Region as properties, not
+// dimensions, so the alarm's metric stays one per Source.
+func TestTableNotFoundNamesTheTable(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := emf.New(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Observe(context.Background(), idem.Observation{Outcome: idem.TableNotFound, Message: idem.Message{Source: "credits"},
+		Err: &idem.TableNotFoundError{Key: "credits#evt-1", Tables: []string{"procesed-ids"}, Claims: true, Region: "us-east-1"}})
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("%q is not JSON: %v", buf.String(), err)
+	}
+	cwm := rec["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	if rec["TableNotFound"] != 1.0 || rec["Table"] != "procesed-ids" || rec["Region"] != "us-east-1" ||
+		len(cwm["Dimensions"].([]any)) != 1 || cwm["Metrics"].([]any)[0].(map[string]any)["Name"] != "TableNotFound" {
+		t.Errorf("want TableNotFound=1 with Table and Region, dimension Source alone; got %s", buf.String())
+	}
+}

@@ -54,7 +54,7 @@ func TestBadRecordsFailTheirPartition(t *testing.T) {
 		{"the key header null", func(r *events.KafkaRecord) { r.Headers = []map[string]events.JSONNumberBytes{{k: nil}} }, "header idempotency-key is empty", false},
 		{"the key header binary", func(r *events.KafkaRecord) { r.Headers = headers(k, "k\xff") }, "header idempotency-key is not UTF-8 text", false},
 		{"the key header twice, two values", func(r *events.KafkaRecord) { r.Headers = headers(k, "a", k, "b") }, "more than once, with different values", false},
-		{"the key header over 2,048 bytes", func(r *events.KafkaRecord) { r.Headers = headers(k, strings.Repeat("k", 2049)) }, "claim key is 2057 bytes", false},
+		{"the key header over 2,048 bytes", func(r *events.KafkaRecord) { r.Headers = headers(k, strings.Repeat("k", 2049)) }, "claim key is 2070 bytes", false}, // "credits@<tag>#" and 2,049,
 		{"no header, a negative offset", func(r *events.KafkaRecord) { r.Headers, r.Offset = nil, -5 }, "Kafka numbers both from 0", false},
 		{"no topic and no Source", func(r *events.KafkaRecord) { r.Topic = "" }, "names no topic", false},
 		{"a value not base64", func(r *events.KafkaRecord) { r.Value = "{not base64}" }, "the value is not base64", false},

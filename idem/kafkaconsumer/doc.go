@@ -58,17 +58,23 @@
 //     created again numbers its offsets from 0 anew, so a new record at an
 //     old place, within the claims' retention, is taken for the old one
 //     (its effect skipped as a Duplicate, or failed as a key reused with
-//     another payload); so is one of the same topic name in another
-//     cluster.
+//     another payload). A record of the same topic name in another
+//     cluster is kept apart by the scope (below).
 //
 // A header that is present but empty, not UTF-8, or given twice with two
 // values fails its record rather than fall back to the offset; so does a
 // value that is not base64 or a key over DynamoDB's limit, with a clear
 // error, and nothing committed. The record's Kafka key is its
 // partitioning key (an account, an order), shared by many messages, never
-// its idempotency key. Keys are scoped by the record's topic (also the
-// metrics' Source), as two topics may reuse one id for two messages,
-// unless Options.Source or the Store's Scope says otherwise. Header values
+// its idempotency key. Keys are scoped by the record's topic and cluster:
+// the default Source (also the metrics') is the topic and the event's
+// ClusterTag, "credits@eb841f791d20", a short hash of the MSK cluster's
+// ARN (eventSourceArn) or of a self-managed cluster's bootstrapServers,
+// as two topics, or one topic name in two clusters (two event source
+// mappings on one function), may reuse one id, or one partition and
+// offset, for two messages. Options.Source (one scope for all),
+// Options.SharedAcrossClusters (the topic alone, the scope before this
+// release) or the Store's Scope say otherwise. Header values
 // reach the handler as aws-lambda-go decodes them (events.JSONNumberBytes:
 // JSON numbers from -128 to 127); an event with another value fails to
 // decode before the handler runs, which Lambda never sends.

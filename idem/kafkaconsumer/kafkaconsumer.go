@@ -41,9 +41,24 @@ type Options struct {
 
 	// Source names the sender in logs and metrics and, unless the Store
 	// sets idem.Options.Scope, scopes the keys, so New refuses one the
-	// Store cannot take as a message's Source. Defaults to the record's
-	// topic: two topics may use one id for two messages.
+	// Store cannot take as a message's Source. Set, it is one scope for
+	// every topic and cluster the function reads. Defaults to the
+	// record's topic and its cluster, "credits@eb841f791d20" (ClusterTag):
+	// two topics, or one topic name in two clusters, may use one id, or
+	// one partition and offset, for two messages.
 	Source string
+
+	// SharedAcrossClusters leaves the cluster out of the default Source:
+	// the topic alone ("credits"), the scope before this release, so that
+	// a consumer deployed with it keeps finding the claims it stored
+	// while records committed before the upgrade may still be delivered
+	// again (a migration window: at most the claims' retention); or so
+	// that a topic mirrored into a second cluster under the producer's
+	// idempotency-key header is applied once across both. Two clusters'
+	// records at one topic, partition and offset then share a key, the
+	// second skipped as a Duplicate or failed as a key reused. Unused when
+	// Source is set. Defaults to false: the cluster in the scope.
+	SharedAcrossClusters bool
 
 	// Concurrency bounds how many partitions are processed at once; a
 	// partition's records run one after another. Unused with
@@ -124,8 +139,9 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (BatchHandler, 
 // record is a record of the batch with the key of the event's records map
 // it came under, which the response names it by.
 type record struct {
-	tp  string // "<topic>-<partition>", as Lambda writes it
-	rec events.KafkaRecord
+	tp      string // "<topic>-<partition>", as Lambda writes it
+	cluster string // the event's ClusterTag
+	rec     events.KafkaRecord
 }
 
 func (r record) String() string { return r.tp + "@" + strconv.FormatInt(r.rec.Offset, 10) }
@@ -141,12 +157,13 @@ func flatten(ev events.KafkaEvent) ([]record, [][]int) {
 		n += len(rs)
 	}
 	slices.Sort(keys)
+	cluster := ClusterTag(ev)
 	recs, lanes := make([]record, 0, n), make([][]int, 0, len(keys))
 	for _, k := range keys {
 		var lane []int
 		for _, r := range ev.Records[k] {
 			lane = append(lane, len(recs))
-			recs = append(recs, record{k, r})
+			recs = append(recs, record{k, cluster, r})
 		}
 		if len(lane) > 0 {
 			lanes = append(lanes, lane)
@@ -172,12 +189,16 @@ func stopped(_, after record) error {
 }
 
 // message is the record as the Store takes it: its value, decoded, is the
-// payload, and the partition and offset in its log line are what the
-// batch response names. Kafka keeps no delivery count: Attempt is 0.
+// payload, its Source the topic and the cluster (Options.Source), and the
+// partition and offset in its log line are what the batch response
+// names. Kafka keeps no delivery count: Attempt is 0.
 func (c *consumer) message(r record) (idem.Message, error) {
 	src := c.opts.Source
 	if src == "" {
 		src = r.rec.Topic
+		if src != "" && r.cluster != "" && !c.opts.SharedAcrossClusters {
+			src += "@" + r.cluster
+		}
 	}
 	msg := idem.Message{Source: src, LogAttrs: []slog.Attr{slog.String("partition", r.tp), slog.Int64("offset", r.rec.Offset)}}
 	v, err := base64.StdEncoding.DecodeString(r.rec.Value)

@@ -2,8 +2,11 @@ package kafkaconsumer
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,6 +72,39 @@ func HeaderKey(rec events.KafkaRecord) (string, error) {
 	return string(val), nil
 }
 
+// ClusterTag names the cluster ev came from in its records' default
+// Source (Options.Source), "credits@eb841f791d20": the first 12 hex
+// digits of the SHA-256 of ev's eventSourceArn, the MSK cluster's ARN;
+// for self-managed Kafka, which has none, of its bootstrapServers in
+// lower case, sorted, without spaces or repeats, joined by commas. So
+// two event source mappings on one cluster share a tag, whatever order
+// they list its servers in, and two clusters do not. It is "" for an
+// event that names neither, whose records' Source is the topic alone. An
+// operator gets it with
+//
+//	printf %s "$CLUSTER_ARN" | sha256sum | cut -c1-12
+//
+// A tag, not the ARN or the servers themselves: a Source is a metric
+// dimension and a key's scope, which takes no "#" and should stay short.
+func ClusterTag(ev events.KafkaEvent) string {
+	id := ev.EventSourceARN
+	if id == "" {
+		var servers []string
+		for s := range strings.SplitSeq(ev.BootstrapServers, ",") {
+			if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+				servers = append(servers, s)
+			}
+		}
+		slices.Sort(servers)
+		id = strings.Join(slices.Compact(servers), ",")
+	}
+	if id == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:6])
+}
+
 // OffsetKey is the record's place in its topic, as
 //
 //	topic + "/" + partition + "/" + offset
@@ -83,9 +119,11 @@ func HeaderKey(rec events.KafkaRecord) (string, error) {
 // created again starts its offsets at 0, so a new record at an old place,
 // within the claims' retention, is answered as the old one (a Duplicate,
 // its effect skipped, or a key reused with another payload, failed). The
-// same topic name in two clusters has the same places too. Set the
-// idempotency-key header, or give each incarnation of the topic (and each
-// cluster) its own Options.Source.
+// same topic name in two clusters has the same places too, which the
+// default Source keeps apart (ClusterTag), unless
+// Options.SharedAcrossClusters or Options.Source merges them. Set the
+// idempotency-key header, or give each incarnation of the topic its own
+// Options.Source.
 func OffsetKey(rec events.KafkaRecord) (string, error) {
 	if rec.Partition < 0 || rec.Offset < 0 {
 		return "", fmt.Errorf("kafkaconsumer: partition %d, offset %d: Kafka numbers both from 0", rec.Partition, rec.Offset)

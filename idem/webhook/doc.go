@@ -102,7 +102,12 @@
 // and scopes its keys. The presets set "stripe" and "github"; a Receiver
 // left at its default and served by a Mux takes the route it matched
 // ("POST /charges"), so one Idempotency-Key sent to two routes is two
-// requests, as the IETF draft scopes a key to its resource.
+// requests, as the IETF draft scopes a key to its resource. Served by an
+// http.ServeMux it takes the pattern that matched the same way
+// (Request.Pattern, "POST /charges"; a pattern without a method, such as
+// "/charges", is prefixed with the request's, "POST /charges"), so moving
+// a route between a ServeMux and a Mux keeps its keys. Alone (lambdaurl,
+// an API Gateway route of its own) it is "webhook".
 //
 // # Answers
 //

@@ -18,20 +18,39 @@ import (
 // every entry); a header sent more than once is one value, its values
 // joined with commas as API Gateway joins them, so a key sent twice is
 // refused alike; the request's context is the delivery's, its deadline
-// included (under lambdaurl, the invoke's).
+// included (under lambdaurl, the invoke's). Served by an http.ServeMux, a
+// Receiver left at its default Source scopes its keys to the pattern the
+// request matched, as a Mux's route (Options.Source).
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	writeResponse(w, r.serveHTTP(w, hr, ""))
 }
 
 // serveHTTP is ServeHTTP for a delivery a Mux routed by route ("" when
-// none did).
+// none did). A delivery an http.ServeMux routed has the pattern it
+// matched as its route, as a Mux's: a Receiver left at its default Source
+// scopes its keys to it.
 func (r *Receiver) serveHTTP(w http.ResponseWriter, hr *http.Request, route string) Response {
-	req := Request{Method: hr.Method, Path: hr.URL.EscapedPath(), Header: headerHTTP(hr), Source: r.source(route),
-		route: routePath(route), start: time.Now()}
-	if i := strings.IndexByte(hr.Pattern, '/'); req.route == "" && i >= 0 { // an http.ServeMux's "POST /items/{id}"
-		req.route = hr.Pattern[i:]
+	path := routePath(route)
+	if route == "" && hr.Pattern != "" {
+		route = patternRoute(hr.Method, hr.Pattern)
+		if i := strings.IndexByte(hr.Pattern, '/'); i >= 0 { // "POST /items/{id}", "POST example.com/items"
+			path = hr.Pattern[i:]
+		}
 	}
+	req := Request{Method: hr.Method, Path: hr.URL.EscapedPath(), Header: headerHTTP(hr), Source: r.source(route),
+		route: path, start: time.Now()}
 	return r.serve(hr.Context(), req, httpBody(w, hr))
+}
+
+// patternRoute is the route an http.ServeMux's pattern names, as a Mux
+// names its routes: "POST /credits" for "POST /credits" (and for
+// "POST\t/credits"), the request's method before a pattern that names
+// none ("/credits" matched by a POST: "POST /credits").
+func patternRoute(method, pattern string) string {
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		return pattern[:i] + " " + strings.TrimLeft(pattern[i+1:], " \t")
+	}
+	return method + " " + pattern
 }
 
 // ServeHTTP routes a delivery by its method and escaped path (the raw

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +84,73 @@ func TestServeHTTPOverTheWire(t *testing.T) {
 	}
 	if b := e.Balance(t, "acc-9"); b != 500 {
 		t.Errorf("want one credit of 500, got %d", b)
+	}
+}
+
+// TestServeMuxScopesKeysByRoute: Receivers at their default Source served
+// by an http.ServeMux scope their keys to the route each matched, as a
+// Mux's do: one Idempotency-Key and body sent to two routes is two claims,
+// each applied once and each redelivery its own route's Duplicate. The
+// route is the pattern ("POST /credits"), the request's method before a
+// pattern without one, and a Mux's own route when a ServeMux serves a Mux.
+// Receivers given Source "webhook", the default before routes scoped a
+// ServeMux's keys, share one scope as they did.
+func TestServeMuxScopesKeysByRoute(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		source   string // the Receivers' Options.Source
+		patterns []string
+		paths    []string
+		want     []string // the Sources the Handlers saw
+		credits  int64
+	}{
+		{"two routes", "", []string{"POST /credits", "POST  /refunds"}, []string{"/credits", "/refunds"},
+			[]string{"POST /credits", "POST /refunds"}, 2},
+		{"a pattern without a method", "", []string{"POST /credits", "/refunds"}, []string{"/credits", "/refunds"},
+			[]string{"POST /credits", "POST /refunds"}, 2},
+		{"a Mux behind a ServeMux", "", []string{"POST /credits", "/hooks/"}, []string{"/credits", "/hooks/refunds"},
+			[]string{"POST /credits", "POST /hooks/refunds"}, 2},
+		{"Source set to the old default: one scope", "webhook", []string{"POST /credits", "POST /refunds"}, []string{"/credits", "/refunds"},
+			[]string{"webhook"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			var sources []string
+			mux := http.NewServeMux()
+			for i, p := range tc.patterns {
+				r, err := webhook.New(e.store, func(ctx context.Context, req webhook.Request) (webhook.Response, idem.Effect, error) {
+					if !slices.Contains(sources, req.Source) { // a Duplicate runs the Handler too
+						sources = append(sources, req.Source)
+					}
+					return creditHandler(e.Accounts)(ctx, req)
+				}, func(o *webhook.Options) { o.Source = tc.source })
+				if err != nil {
+					t.Fatal(err)
+				}
+				var h http.Handler = r
+				if strings.HasSuffix(p, "/") {
+					h = webhook.Mux{"POST " + tc.paths[i]: r}
+				}
+				mux.Handle(p, h)
+			}
+			for round := range 2 {
+				for _, path := range tc.paths {
+					req := httptest.NewRequest("POST", path, strings.NewReader(creditBody))
+					req.Header.Set("Idempotency-Key", "k-1")
+					rec := httptest.NewRecorder()
+					mux.ServeHTTP(rec, req)
+					replayed := rec.Header().Get("Idempotent-Replayed") == "true"
+					if rec.Code != 200 || replayed != (round > 0 || len(tc.want) == 1 && path != tc.paths[0]) {
+						t.Errorf("round %d, %s: got %d, replayed %v: %s", round, path, rec.Code, replayed, rec.Body)
+					}
+				}
+			}
+			if !slices.Equal(sources, tc.want) {
+				t.Errorf("want the Handlers run with the Sources %q, got %q", tc.want, sources)
+			}
+			if got, want := e.Balance(t, "acc-9"), tc.credits*500; got != want {
+				t.Errorf("want a balance of %d, got %d", want, got)
+			}
+		})
 	}
 }

@@ -8,7 +8,8 @@ import (
 // Mux routes deliveries to Receivers by "METHOD /path", such as
 // "POST /webhooks/stripe", so one function can serve several senders. An
 // unknown route is a 404. A Receiver left at its default Source takes the
-// route as its Source, so two routes never share keys; Receivers given
+// route as its Source, so two routes never share keys (as it takes an
+// http.ServeMux's pattern, "POST /charges"); Receivers given
 // one Source share its keys, as one provider's events sent to two routes
 // are one event. It serves every entry a Receiver does: HandleV2 and
 // Handle (API Gateway), HandleALB, ServeHTTP.

@@ -14,8 +14,12 @@ type Options struct {
 	// keys. It must be a dimension value CloudWatch takes, 1 to 1,024
 	// printable ASCII characters not all spaces, and hold no "#" unless the
 	// Store sets a Scope; New refuses another.
-	// Defaults to "webhook", or, served by a Mux, the route the delivery
-	// matched ("POST /charges"): a key is scoped to its route.
+	// Defaults to "webhook", or, served by a Mux or an http.ServeMux, the
+	// route the delivery matched ("POST /charges"; a ServeMux pattern
+	// without a method takes the request's): a key is scoped to its
+	// route. Set it to share one scope between routes, such as "webhook",
+	// the scope a Receiver behind an http.ServeMux had before routes
+	// scoped its keys.
 	Source string
 
 	// Verifier authenticates each delivery over its raw body before anything

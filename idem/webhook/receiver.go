@@ -20,7 +20,7 @@ type Receiver struct {
 	proc    *adapt.Processor
 	handler Handler
 	opts    Options
-	byRoute bool // Options.Source was left at its default: a Mux scopes keys by route
+	byRoute bool // Options.Source was left at its default: a Mux or ServeMux scopes keys by route
 }
 
 // New returns a Receiver that claims deliveries in store and runs h for
@@ -50,8 +50,9 @@ func New(store *idem.Store, h Handler, optFns ...func(*Options)) (*Receiver, err
 }
 
 // source is a delivery's Source: Options.Source, or, for a Receiver left at
-// the default and served by a Mux, the route that matched ("POST
-// /charges"), so that one key sent to two routes is two requests, as the
+// the default and served by a Mux or an http.ServeMux, the route that
+// matched ("POST /charges"), so that one key sent to two routes is two
+// requests, as the
 // IETF idempotency-key draft scopes a key to its resource. serve refuses a
 // route the Store cannot take as a Source.
 func (r *Receiver) source(route string) string {

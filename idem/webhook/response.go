@@ -122,7 +122,8 @@ func (r *Receiver) answerError(key string, err error) Response {
 		return problem(http.StatusConflict, "a condition of the effect failed; nothing was applied or recorded")
 	case errors.As(err, &replay):
 		return problem(http.StatusInternalServerError, "this key was processed before, but its stored response cannot be replayed")
-	case errors.As(err, &handler), errors.As(err, &panicky), errors.As(err, &store), errors.As(err, &invalid):
+	case errors.As(err, &handler), errors.As(err, &panicky), errors.As(err, &store), errors.As(err, &invalid),
+		errors.Is(err, idem.ErrTableNotFound): // the function's configuration: its log says which table
 		return problem(http.StatusInternalServerError, nothingDone)
 	}
 	return problem(http.StatusInternalServerError, "the delivery could not be processed")

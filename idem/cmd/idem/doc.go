@@ -16,7 +16,8 @@
 //
 // It reads claims as the Store that wrote them: keys from the adapters' own
 // functions (sqsconsumer.AttributeKey, DeduplicationKey, …; the webhook
-// presets' Sources; a Mux route as a Receiver's default Source), records
+// presets' Sources; a Mux route or ServeMux pattern as a Receiver's
+// default Source), records
 // decoded by the kit's codec, outbox items by the ids wire.ID gives them.
 // The global flags -prefix, -scope, -sort-key, -sort-key-value and -attr
 // mirror the Store's idem.Options; give the ones the functions set. For a
@@ -288,7 +289,18 @@
 // inspect … shows one claim and the answer every duplicate was given.
 //
 // QueueFailuresAlarm, CreditsWebhookFailuresAlarm and
-// StripeWebhookFailuresAlarm count Failed and KeyReuse. KeyReuse is one
+// StripeWebhookFailuresAlarm count Failed, KeyReuse and TableNotFound.
+// TableNotFound is a configuration error, not an outage: a table the
+// function writes does not exist in its Region. The ERROR line
+// ("idem: TableNotFound") names it and the Region (fields table and
+// region; the EMF line's Table and Region): the claims table given to
+// idem.New (a typo in its name or the environment variable, a stack in
+// another Region), or, when it exists, the effect's table, or the
+// candidates when the transaction wrote several. Nothing was applied; the
+// queue's messages fail and come back, then go to the DLQ, and webhook
+// senders get a 500. Fix the name (redeploy) or create the table; new
+// deliveries then claim, and the dead-lettered ones classify
+// never-applied: redrive them (the dead-letter runbook). KeyReuse is one
 // key claimed with another payload: a producer reusing ids, or changing a
 // message's bytes between retries (a timestamp in the body); two senders
 // sharing a Source. The WARN line has both fingerprints; idem … inspect …

@@ -23,7 +23,7 @@ type keyFlags struct {
 func (k *keyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.source, "source", "", "the message's Source: the adapter's Options.Source, or a queue's name")
 	fs.StringVar(&k.queue, "queue", "", "the SQS queue the message came from (name, URL or ARN): its name is sqsconsumer's default Source")
-	fs.StringVar(&k.route, "route", "", `a webhook Mux route, "METHOD /path": the Source of a Receiver left at its default`)
+	fs.StringVar(&k.route, "route", "", `a webhook Mux route or http.ServeMux pattern, "METHOD /path": the Source of a Receiver left at its default`)
 	fs.StringVar(&k.id, "id", "", "the message's id as given to Store.Process (an IdempotencyKey, a body's id, a messageId)")
 	fs.StringVar(&k.group, "group", "", "a FIFO queue's MessageGroupId (with -dedup: sqsconsumer.DeduplicationKey)")
 	fs.StringVar(&k.dedup, "dedup", "", "a FIFO queue's MessageDeduplicationId (with -group)")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/kafkaconsumer"
 	"github.com/idemkit/kit/idem/outbox"
 )
 
@@ -150,11 +151,15 @@ var features = []feature{
 	}},
 	{name: "an expired pending claim (a leased delivery that failed), another payload", run: func(c *cell) {
 		// A leased delivery of the key leaves its claim pending; the way
-		// under test meets it once expired. A Mux's Source is the route.
+		// under test meets it once expired. A Mux's Source is the route,
+		// a Kafka record's its topic and cluster.
 		s := c.w.store(c.t)
 		source := m1.source
-		if c.way.byRoute {
+		switch {
+		case c.way.byRoute:
 			source = "POST /" + m1.source
+		case strings.HasPrefix(c.way.name, "kafkaconsumer"):
+			source = m1.source + "@" + kafkaconsumer.ClusterTag(idemtest.KafkaEvent())
 		}
 		down := func(context.Context, idem.Message) (idem.Effect, error) { return idem.Effect{}, errors.New("down") }
 		if _, err := s.ProcessLeased(context.Background(), idem.Message{ID: m1.id, Source: source, Payload: []byte(`{"n":0}`)}, down); err == nil {

@@ -163,8 +163,9 @@ func sqsWay(batch bool) func(context.Context, *idem.Store, msg, handler, panics)
 	}
 }
 
-// kafkaWay is a Kafka batch of one record of the topic m.source (the
-// Source by default), under the idempotency-key header m.id.
+// kafkaWay is a Kafka batch of one record of the topic m.source (with
+// the cluster's tag, the Source by default), under the idempotency-key
+// header m.id.
 func kafkaWay(batch bool) func(context.Context, *idem.Store, msg, handler, panics) error {
 	return func(ctx context.Context, s *idem.Store, m msg, h handler, p panics) error {
 		handle, err := kafkaconsumer.New(s, func(ctx context.Context, _ events.KafkaRecord) (idem.Effect, error) { return raw(ctx, h) },
