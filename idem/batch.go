@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -48,9 +49,12 @@ type BatchResult struct {
 // waits for the earlier and, once the earlier's claim is known, is its
 // Duplicate (or a *KeyReuseError) without a call of its own; so does a
 // message whose key another delivery in this process is processing, once
-// the batch's own messages are settled. Messages
-// whose effects touch the same item go in separate transactions, sent one
-// after another.
+// the batch's own messages are settled. Messages whose effects touch the
+// same item go in separate transactions, sent one after another, but for
+// increments (Update): one transaction carries several messages'
+// increments of an item as one action, their sum, each message's claim
+// beside it (ten credits to one account: one transaction of eleven
+// actions).
 //
 // The messages of a batch commit in no particular order. A caller that
 // must keep an order, such as a FIFO message group's, passes at most one
@@ -186,6 +190,7 @@ type entry struct {
 
 	items   []types.TransactWriteItem // the claim, then writes
 	targets []target                  // the items they touch; key "" is a whole table
+	incs    []increment               // of each of items that is an increment (increment.go), else nil
 	size    int
 
 	trace   *deliveryTrace // the message's span
@@ -251,10 +256,22 @@ func (b *batchRun) round(ctx context.Context, pending []*entry) []*entry {
 // it learns, puts those blamed for a conflict or throttling in b.waiting,
 // and returns the others, to be sent again at once.
 func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
-	var items []types.TransactWriteItem
-	for _, e := range es {
-		items = append(items, e.items...)
+	items, at, ok := actions(es)
+	if !ok { // a sum past DynamoDB's precision: each message goes alone
+		for _, e := range es {
+			e.alone = true
+		}
+		return es
 	}
+	start := time.Now()
+	unlock, err := b.s.items.lock(ctx, written(es))
+	if err != nil {
+		for _, e := range es {
+			b.done(e, Result{}, &ContendedError{Key: e.rec.Key, Attempts: e.sends, Waited: time.Since(start), Err: err})
+		}
+		return nil
+	}
+	defer unlock()
 	// ClientRequestToken stays nil, as in commit: the SDK's retries reuse it.
 	sent := sendLog{attempts: 1}
 	// The batch's transaction is its messages' call: a span of its own,
@@ -272,7 +289,7 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 			trace.WithAttributes(attribute.String("rpc.system", "aws-api"), attribute.String("rpc.service", "DynamoDB"), attribute.String("rpc.method", "TransactWriteItems"),
 				attribute.String("db.system.name", "aws.dynamodb"), attribute.StringSlice("aws.dynamodb.table_names", tablesOf(items)), attribute.Int("idem.batch.message_count", len(es))))
 	}
-	_, err := b.s.client.TransactWriteItems(cctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
+	_, err = b.s.client.TransactWriteItems(cctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
 	endCall(span, err)
 	for _, e := range es {
 		e.sends += sent.count()
@@ -304,11 +321,15 @@ func (b *batchRun) send(ctx context.Context, es []*entry) (again []*entry) {
 		}
 		return again
 	}
-	culprits, off := 0, 0
+	culprits := 0
 	var innocents []*entry
-	for _, e := range es {
-		reasons := tce.CancellationReasons[off : off+len(e.items)]
-		off += len(e.items)
+	for k, e := range es {
+		// e's own view of the cancellation: the reason of each of its
+		// items, a shared increment's for each message that shares it.
+		reasons := make([]types.CancellationReason, len(e.items))
+		for j, a := range at[k] {
+			reasons[j] = tce.CancellationReasons[a]
+		}
 		if innocent(reasons) {
 			innocents = append(innocents, e)
 			continue

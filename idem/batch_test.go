@@ -29,8 +29,8 @@ type spec struct {
 	id      string
 	account string
 	cents   int
-	// do is "" to credit the account, "fail" or "panic", "reject" to debit
-	// more than the balance, "reject-recorded" to do so with
+	// do is "" to credit the account, "fail" or "panic", "debit" to debit
+	// it if it holds that much, "reject" to debit more than the balance, "reject-recorded" to do so with
 	// Effect.Rejected set, "4 writes" to credit four accounts, "put" to
 	// put the account's item whole.
 	do string
@@ -57,7 +57,7 @@ func (e *env) batchHandler(specs []spec) idem.BatchHandler {
 			return idem.Effect{}, errors.New("refused")
 		case "panic":
 			panic("kaboom")
-		case "reject":
+		case "reject", "debit":
 			return idem.Effect{Writes: []types.TransactWriteItem{e.debit(sp.account, sp.cents)}}, nil
 		case "reject-recorded":
 			return idem.Effect{Writes: []types.TransactWriteItem{e.debit(sp.account, sp.cents)}, Rejected: func(*idem.RejectedError) ([]byte, error) { return []byte("insufficient funds"), nil }}, nil
@@ -161,8 +161,16 @@ func TestProcessBatch(t *testing.T) {
 		{"failed handlers and invalid ids commit nothing", []delivery{
 			{[]spec{{id: "f", do: "fail"}, {id: "p", do: "panic"}, ten[0], {id: "", account: "acc-x", cents: 1}}, []string{"HandlerError", "PanicError", "Processed", "Invalid"}, 1},
 		}},
-		{"one account, one transaction per credit", []delivery{
-			{batchOf(4, func(i int) spec { return spec{id: fmt.Sprint("s", i), account: "acc-same", cents: 1 << i} }), repeat("Processed", 4), 4},
+		{"one account: one transaction, its credits one action", []delivery{
+			{batchOf(4, func(i int) spec { return spec{id: fmt.Sprint("s", i), account: "acc-same", cents: 1 << i} }), repeat("Processed", 4), 1},
+		}},
+		{"one account, one credit a duplicate: the rest sent again, their sum less it", []delivery{
+			{batchOf(2, func(i int) spec { return spec{id: fmt.Sprint("s", i), account: "acc-same", cents: 1 << i} }), repeat("Processed", 2), 1},
+			{batchOf(4, func(i int) spec { return spec{id: fmt.Sprint("s", i), account: "acc-same", cents: 1 << i} }), []string{"Duplicate", "Duplicate", "Processed", "Processed"}, 2},
+		}},
+		{"a debit beside credits of its account: a transaction of its own", []delivery{
+			{[]spec{{id: "seed", account: "acc-d", cents: 50}, {id: "c1", account: "acc-d", cents: 1}, {id: "c2", account: "acc-d", cents: 2}}, repeat("Processed", 3), 1},
+			{[]spec{{id: "c3", account: "acc-d", cents: 4}, {id: "d1", account: "acc-d", cents: 10, do: "debit"}, {id: "c4", account: "acc-d", cents: 8}}, repeat("Processed", 3), 2},
 		}},
 		{"150 actions: two transactions", []delivery{
 			{batchOf(30, func(i int) spec {
@@ -194,6 +202,8 @@ func TestProcessBatch(t *testing.T) {
 					got[i] = kind(r)
 					sp := dl.batch[i]
 					switch {
+					case got[i] == "Processed" && sp.do == "debit":
+						want[sp.account] -= sp.cents
 					case got[i] == "Processed" && sp.do == "4 writes":
 						for j := range 4 {
 							want[fmt.Sprint(sp.account, "/", j)] += sp.cents

@@ -6,7 +6,8 @@ import (
 
 // Packing a batch's entries into transactions: the items each entry
 // touches, and the first transaction each fits without breaking
-// DynamoDB's limits (100 actions, 4 MB, one action per item).
+// DynamoDB's limits (100 actions, 4 MB, one action per item), where the
+// increments of one item by several entries are one action (increment.go).
 
 // measure builds each entry's actions and finds the items they touch. A
 // Put names its item through the table's key attributes, which only the
@@ -25,6 +26,7 @@ func (b *batchRun) measure(es []*entry) {
 		e.items = append(make([]types.TransactWriteItem, 0, len(e.writes)+1), e.c.put(e.rec))
 		e.items = append(e.items, e.writes...)
 		e.targets = make([]target, len(e.items))
+		e.incs = make([]increment, len(e.items))
 		e.size = 0
 		for j, w := range e.items {
 			table, k, n, _ := describeWrite(w) // validateEffect has vouched for each
@@ -39,6 +41,7 @@ func (b *batchRun) measure(es []*entry) {
 				if keyAttrs[table] == nil {
 					keyAttrs[table] = sortedNames(k)
 				}
+				e.incs[j] = incrementOf(w)
 			default:
 				puts = append(puts, put{t, w.Put.Item})
 			}
@@ -73,7 +76,8 @@ type tx struct {
 	actions int
 	size    int
 	alone   bool
-	items   map[target]bool
+	items   map[target]bool // items an action of one entry writes
+	incs    map[target]bool // items only incremented: one action, shared
 	tables  map[string]bool // tables touched
 	whole   map[string]bool // tables touched as a whole
 }
@@ -86,33 +90,102 @@ func place(txs *[]*tx, e *entry) {
 			return
 		}
 	}
-	t := &tx{alone: e.alone, items: map[target]bool{}, tables: map[string]bool{}, whole: map[string]bool{}}
+	t := &tx{alone: e.alone, items: map[target]bool{}, incs: map[target]bool{}, tables: map[string]bool{}, whole: map[string]bool{}}
 	t.add(e)
 	*txs = append(*txs, t)
 }
 
 func (t *tx) fits(e *entry) bool {
-	if t.alone || e.alone || t.actions+len(e.items) > maxTransactItems || t.size+e.size > maxTransactBytes {
+	if t.alone || e.alone || t.actions+t.newActions(e) > maxTransactItems || t.size+e.size > maxTransactBytes {
 		return false
 	}
-	for _, g := range e.targets {
-		if g.key == "" && t.tables[g.table] || g.key != "" && (t.items[g] || t.whole[g.table]) {
+	for j, g := range e.targets {
+		switch {
+		case g.key == "" && t.tables[g.table], g.key != "" && (t.items[g] || t.whole[g.table]):
+			return false
+		case t.incs[g] && e.incs[j] == nil: // an increment may share its item only with increments
 			return false
 		}
 	}
 	return true
 }
 
+// newActions is how many actions e adds to t: one per item, but for the
+// increments of items t increments already.
+func (t *tx) newActions(e *entry) int {
+	n := len(e.items)
+	for j, g := range e.targets {
+		if e.incs[j] != nil && t.incs[g] {
+			n--
+		}
+	}
+	return n
+}
+
 func (t *tx) add(e *entry) {
+	t.actions += t.newActions(e)
 	t.entries = append(t.entries, e)
-	t.actions += len(e.items)
 	t.size += e.size
-	for _, g := range e.targets {
+	for j, g := range e.targets {
 		t.tables[g.table] = true
-		if g.key == "" {
+		switch {
+		case g.key == "":
 			t.whole[g.table] = true
-		} else {
+		case e.incs[j] != nil:
+			t.incs[g] = true
+		default:
 			t.items[g] = true
 		}
 	}
+}
+
+// actions are the transaction of es: each entry's items in turn, but one
+// action for the increments of an item that several of them increment,
+// their sum, where the first of them stands. at[k][j] is the action of
+// entry k's item j; false when a sum is past DynamoDB's precision.
+func actions(es []*entry) (items []types.TransactWriteItem, at [][]int, ok bool) {
+	shared := sharedIncrements(es)
+	merged := map[target]int{} // an item's shared action
+	sums := map[int][]increment{}
+	at = make([][]int, len(es))
+	for k, e := range es {
+		at[k] = make([]int, len(e.items))
+		for j, w := range e.items {
+			g := e.targets[j]
+			if e.incs[j] == nil || !shared[g] {
+				at[k][j] = len(items)
+				items = append(items, w)
+				continue
+			}
+			a, seen := merged[g]
+			if !seen {
+				a = len(items)
+				merged[g] = a
+				items = append(items, w)
+			}
+			at[k][j] = a
+			sums[a] = append(sums[a], e.incs[j])
+		}
+	}
+	for a, incs := range sums {
+		if items[a], ok = mergeIncrements(items[a], incs); !ok {
+			return nil, nil, false
+		}
+	}
+	return items, at, true
+}
+
+// written are the items es's effects write, as far as their keys tell:
+// what the Store's other transactions must not write at the same time
+// (itemlock.go). Claims are their deliveries' own, outbox items new.
+func written(es []*entry) []target {
+	var ts []target
+	for _, e := range es {
+		for j, g := range e.targets {
+			if j > 0 && g.key != "" && outboxID(e.items[j]) == "" {
+				ts = append(ts, g)
+			}
+		}
+	}
+	return ts
 }

@@ -39,6 +39,8 @@ type Effect struct {
 	// nothing recorded. When nil, the rejection is returned as a
 	// *RejectedError and nothing is recorded.
 	Rejected func(*RejectedError) ([]byte, error)
+
+	items []target // the items Writes touch, as checkEffect found them (itemlock.go)
 }
 
 // Handler reads a message and describes its effect. It must not write to

@@ -73,7 +73,9 @@ func (s *Store) checkEffect(rec Record, eff *Effect, now time.Time) error {
 	if err := s.addOutbox(rec, eff, now); err != nil {
 		return err
 	}
-	return s.validateEffect(rec, *eff, own)
+	items, err := s.validateEffect(rec, *eff, own)
+	eff.items = items
+	return err
 }
 
 // outboxKey is an outbox item's partition key value. A claim key is

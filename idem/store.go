@@ -39,6 +39,7 @@ type Store struct {
 	obs       observer
 	cache     *cache // nil without Options.CacheSize
 	inflight  inflight
+	items     itemLocks    // the items this Store's transactions are writing
 	rates     *rates       // each sender's recent duplicates, for ReadFirstAbove
 	settled   *settledKeys // keys whose claims this Store saw settled
 	tracer    trace.Tracer

@@ -35,6 +35,12 @@ func (s *Store) commitEffect(ctx context.Context, rec Record, eff Effect) (Resul
 // condition of the writes fails and eff.Rejected is set, the rejection in
 // their place.
 func (s *Store) commitOrReject(ctx context.Context, c claimAction, rec Record, eff Effect) (Result, error) {
+	start := time.Now()
+	unlock, err := s.items.lock(ctx, eff.items)
+	if err != nil {
+		return Result{}, &ContendedError{Key: rec.Key, Waited: time.Since(start), Err: fmt.Errorf("waiting for this process's other transactions on the effect's items: %w", err)}
+	}
+	defer unlock()
 	res, err := s.commit(ctx, c, rec, eff.Writes)
 	var rej *RejectedError
 	if eff.Rejected == nil || !errors.As(err, &rej) {

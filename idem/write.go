@@ -39,6 +39,12 @@ func Put(table string, item any, cond ...expression.ConditionBuilder) (types.Tra
 
 // Update applies update to the item of table whose key is key, a Go value
 // holding the key attributes, if cond holds when one is given.
+//
+// An update that only adds numbers (expression.Add of numeric values,
+// one attribute or several) with no condition is an increment: increments
+// of one item commute, so ProcessBatch (and the batch adapters'
+// BatchTransactions) carry several messages' increments of one item as
+// one action, their sum, where DynamoDB would allow one action per item.
 func Update(table string, key any, update expression.UpdateBuilder, cond ...expression.ConditionBuilder) (types.TransactWriteItem, error) {
 	k, err := marshal("Update", table, "key", key)
 	if err != nil {

@@ -60,8 +60,8 @@ func TestBatchTransactions(t *testing.T) {
 				record("m6", `{"account":"acc-8","cents":900}`, sqsconsumer.KeyAttribute, "evt_001"),
 			}, []string{"m4", "m5", "m6"}, map[idem.Outcome]int{idem.Processed: 2, idem.Duplicate: 1, idem.Failed: 2, idem.KeyReuse: 1}, 1},
 		}, map[string]int{"acc-9": 500, "acc-7": 250, "acc-8": 0}},
-		{"records of one account: a transaction each", []delivery{
-			{credits("s", 3, func(int) string { return "acc-same" }), nil, map[idem.Outcome]int{idem.Processed: 3}, 3},
+		{"records of one account: one transaction, their credits one action", []delivery{
+			{credits("s", 3, func(int) string { return "acc-same" }), nil, map[idem.Outcome]int{idem.Processed: 3}, 1},
 		}, map[string]int{"acc-same": 7}},
 		{"FIFO: one record per group per transaction", []delivery{
 			{[]events.SQSMessage{

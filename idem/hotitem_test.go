@@ -1,0 +1,132 @@
+package idem_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/idemtest"
+)
+
+// overlaps passes every request to the server and notes the transactions
+// that were in flight at once while they wrote the item named by marker,
+// holding each a moment so that overlaps can happen; it keeps each
+// transaction's actions.
+type overlaps struct {
+	marker string
+	mu     sync.Mutex
+	now    int
+	most   int
+	sizes  []int
+}
+
+func (o *overlaps) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var in struct{ TransactItems []json.RawMessage }
+	_ = json.Unmarshal(body, &in)
+	hot := bytes.Contains(body, []byte(o.marker))
+	o.mu.Lock()
+	o.sizes = append(o.sizes, len(in.TransactItems))
+	if hot {
+		o.now++
+		o.most = max(o.most, o.now)
+	}
+	o.mu.Unlock()
+	if hot {
+		time.Sleep(20 * time.Millisecond)
+		defer func() {
+			o.mu.Lock()
+			o.now--
+			o.mu.Unlock()
+		}()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestOneEnvironmentNeverConflictsWithItself: eight deliveries at once in
+// one Store (Lambda Managed Instances' concurrent invokes, a batch's
+// records run at once) whose effects credit one account send their
+// transactions one after another, never two on the item at once, which
+// DynamoDB would cancel; deliveries to other accounts are not held up.
+func TestOneEnvironmentNeverConflictsWithItself(t *testing.T) {
+	e := newEnv(t)
+	watch := &overlaps{marker: `"acc-hot"`}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: watch} }),
+		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		for _, account := range []string{"acc-hot", fmt.Sprint("acc-", i)} {
+			wg.Go(func() {
+				_, err := store.Process(context.Background(), idem.Message{ID: account + "/" + fmt.Sprint(i), Source: "hot"},
+					func(context.Context, idem.Message) (idem.Effect, error) {
+						return idem.Effect{Writes: []types.TransactWriteItem{e.credit(account, 1)}}, nil
+					})
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if watch.most != 1 {
+		t.Errorf("want the hot account's transactions one at a time, got %d at once", watch.most)
+	}
+	if got := e.balance(t, "acc-hot"); got != 8 {
+		t.Errorf("balance: want 8, got %d", got)
+	}
+}
+
+// TestTenCreditsToOneAccountInOneTransaction: a batch of ten credits to
+// one account is one transaction of eleven actions, the ten claims and
+// their credits' sum.
+func TestTenCreditsToOneAccountInOneTransaction(t *testing.T) {
+	e := newEnv(t)
+	watch := &overlaps{marker: "-"}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: watch} }),
+		e.processed, func(o *idem.Options) { o.WritesInOneRegion = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []idem.Message
+	for i := range 10 {
+		batch = append(batch, idem.Message{ID: fmt.Sprint("c", i), Source: "credits", Payload: []byte{byte(i)}})
+	}
+	out := store.ProcessBatch(context.Background(), batch, func(_ context.Context, i int, _ idem.Message) (idem.Effect, error) {
+		return idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-1", 1<<i)}}, nil
+	})
+	for i, r := range out {
+		if r.Err != nil || r.Result.Outcome != idem.Processed {
+			t.Errorf("message %d: want Processed, got %v %v", i, r.Result.Outcome, r.Err)
+		}
+	}
+	if len(watch.sizes) != 1 || watch.sizes[0] != 11 {
+		t.Errorf("want one transaction of 11 actions, got %v", watch.sizes)
+	}
+	if got := e.balance(t, "acc-1"); got != 1023 {
+		t.Errorf("balance: want 1023, got %d", got)
+	}
+	if n := e.claimCount(t); n != 10 {
+		t.Errorf("want 10 claims, got %d", n)
+	}
+}
