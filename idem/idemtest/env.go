@@ -72,6 +72,16 @@ func Start(ctx context.Context, optFns ...func(*idem.Options)) (*Env, error) {
 	return e, nil
 }
 
+// CreateTable is idemtest.CreateTable for an Env made by Start: the
+// table stays until the server stops.
+func (e *Env) CreateTable(ctx context.Context, t Table) (string, error) {
+	name, err := localdynamo.CreateTable(ctx, e.Client, localdynamo.Table(t))
+	if err != nil {
+		return "", fmt.Errorf("idemtest: %w", err)
+	}
+	return name, nil
+}
+
 // Store is a Store on the Env's processed-ids table whose outcomes
 // Outcomes counts; optFns are its options, and the table's (NewEnv's).
 func (e *Env) Store(tb testing.TB, optFns ...func(*idem.Options)) *idem.Store {

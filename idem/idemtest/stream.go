@@ -104,7 +104,10 @@ func (r *StreamReader) read(ctx context.Context) ([]events.DynamoDBEventRecord, 
 			if err := streamsCall(ctx, r.endpoint, "GetRecords", map[string]any{"ShardIterator": *it}, &page); err != nil {
 				return nil, err
 			}
-			records = append(records, page.Records...)
+			for _, rec := range page.Records {
+				rec.EventSourceArn = r.arn // as Lambda's event source mapping sets it
+				records = append(records, rec)
+			}
 			it = page.NextShardIterator // nil once a closed shard is read to its end
 			if len(page.Records) == 0 {
 				break

@@ -24,6 +24,9 @@ type Table struct {
 	RangeKey string
 	// TTLAttribute, when set, has TTL enabled on it.
 	TTLAttribute string
+	// Stream turns the table's stream on, with the NEW_IMAGE view, for a
+	// consumer of it (StreamRecords, NewStreamReader).
+	Stream bool
 }
 
 // CreateTable creates an on-demand table with a unique name, waits until it
@@ -31,7 +34,7 @@ type Table struct {
 func CreateTable(tb testing.TB, client *dynamodb.Client, t Table) string {
 	tb.Helper()
 	name, err := localdynamo.CreateTable(context.Background(), client, localdynamo.Table{
-		Name: t.Name + "-" + sanitize(tb.Name()), HashKey: t.HashKey, RangeKey: t.RangeKey, TTLAttribute: t.TTLAttribute})
+		Name: t.Name + "-" + sanitize(tb.Name()), HashKey: t.HashKey, RangeKey: t.RangeKey, TTLAttribute: t.TTLAttribute, Stream: t.Stream})
 	if err != nil {
 		tb.Fatalf("idemtest: %v", err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
@@ -46,23 +45,15 @@ func Claimed(store *idem.Store, h func(context.Context, events.DynamoDBEventReco
 		return nil, fmt.Errorf("stream: Claimed: %w", err)
 	}
 	return func(ctx context.Context, rec events.DynamoDBEventRecord) error {
-		source := o.Source
-		if source == "" {
-			source = TableName(rec.EventSourceArn)
-		}
-		msg := idem.Message{ID: rec.EventID, Source: source, Payload: []byte(rec.Change.SequenceNumber)}
-		if msg.ID == "" {
-			err := fmt.Errorf("stream record %s has no eventID", rec.Change.SequenceNumber)
+		msg, err := recordMessage(o.Source, rec)
+		if err != nil {
 			proc.Fail(ctx, msg, err)
 			return err
 		}
-		// OpenTelemetry's FaaS conventions: a datasource trigger, the table.
 		if proc.Tracing(ctx) {
-			ctx = seam.WithSpan(ctx, seam.Span{Name: "process " + TableName(rec.EventSourceArn), Kind: trace.SpanKindConsumer, Attrs: []attribute.KeyValue{
-				attribute.String("faas.trigger", "datasource"), attribute.String("faas.document.collection", TableName(rec.EventSourceArn)),
-				attribute.String("faas.document.operation", documentOperation[rec.EventName]), attribute.String("messaging.message.id", rec.EventID)}})
+			ctx = seam.WithSpan(ctx, recordSpan(rec))
 		}
-		_, err := proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return h(ctx, rec) })
+		_, err = proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) { return h(ctx, rec) })
 		return err
 	}, nil
 }
@@ -76,6 +67,14 @@ func TableName(arn string) string {
 		return name
 	}
 	return "stream"
+}
+
+// recordAttrs are a record's span attributes by OpenTelemetry's FaaS
+// conventions: a datasource trigger, the table.
+func recordAttrs(rec events.DynamoDBEventRecord) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attribute.String("faas.trigger", "datasource"), attribute.String("faas.document.collection", TableName(rec.EventSourceArn)),
+		attribute.String("faas.document.operation", documentOperation[rec.EventName]), attribute.String("messaging.message.id", rec.EventID)}
 }
 
 // documentOperation is OpenTelemetry's faas.document.operation for a

@@ -19,6 +19,7 @@ type Table struct {
 	HashKey      string
 	RangeKey     string // "" for none
 	TTLAttribute string // TTL enabled on it, when set
+	Stream       bool   // its stream on, NEW_IMAGE, when set
 }
 
 var tableSeq atomic.Int64
@@ -40,6 +41,9 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, t Table) (string,
 			{AttributeName: aws.String(t.HashKey), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(t.HashKey), KeyType: types.KeyTypeHash}},
+	}
+	if t.Stream {
+		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}
 	}
 	if t.RangeKey != "" {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(t.RangeKey), AttributeType: types.ScalarAttributeTypeS})
