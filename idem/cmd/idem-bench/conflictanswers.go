@@ -34,6 +34,7 @@ type proxyTally struct {
 	answers   map[answerKey]int        // requests by operation and answer
 	actions   map[answerKey]int        // their items: a transaction's actions, 1 for a single-item call
 	forwarded map[string]int           // requests the local server answered, by operation
+	late      int                      // of them, answered by it well after their drawn total time (late)
 	heldFor   map[string]time.Duration // by item: how long transactions held it
 	units     map[string]float64       // write units spent, by partition
 }
@@ -68,6 +69,25 @@ func (cm *conflicts) take() proxyTally {
 	cm.tally = newTally()
 	cm.buckets = map[string]*bucket{}
 	return t
+}
+
+// late counts a forwarded request the local server answered more than a
+// quarter after its drawn total time: the server, not the model, set its
+// pace (a few milliseconds over are commitLate's guess of the server's
+// time, not the server's queue).
+func (cm *conflicts) late() {
+	cm.mu.Lock()
+	cm.tally.late++
+	cm.mu.Unlock()
+}
+
+// lateShare is the share of forwarded requests answered late.
+func (t proxyTally) lateShare() float64 {
+	n := 0
+	for _, f := range t.forwarded {
+		n += f
+	}
+	return float64(t.late) / float64(max(n, 1))
 }
 
 // hottest is the most any one item was held and the most write units

@@ -293,6 +293,8 @@ func (p *modelProxy) hold(resp *http.Response) error {
 		case <-resp.Request.Context().Done():
 			return resp.Request.Context().Err()
 		}
+	} else if p.conflicts != nil && -d > total/4 {
+		p.conflicts.late()
 	}
 	return nil
 }
