@@ -192,7 +192,9 @@ func (cm *conflicts) spend(req *modelRequest, tx bool, now time.Time) *refusal {
 	}
 	need := map[string]float64{}
 	for _, it := range req.items {
-		need[it.partition] += cost
+		if it.partition != "" { // an item the model cannot name is not limited
+			need[it.partition] += cost
+		}
 	}
 	short := map[string]bool{}
 	for part, n := range need {
