@@ -113,14 +113,18 @@ fuzz:
 # message twice through Store.Process) through this kit, the Go two-phase
 # lock and Powertools, with the ReadFirstAbove sweep and what a message
 # costs per stream, 8 deliveries of one key at once in one process,
-# the kit's CPU cost and the functions' cold starts, in one run: prints the
+# hot items (1, 8 and 64 environments crediting one account and ten through
+# this kit's paths, the Go two-phase lock and Powertools, on the latency
+# model with its conflict model and a partition's write limit), the kit's
+# CPU cost and the functions' cold starts, in one run: prints the
 # tables, writes them to idem/cmd/idem-bench/RESULTS.md and the Go
 # benchmarks' raw output (benchstat's input) to
 # idem/cmd/idem-bench/bench.txt. About 26 minutes on 2 shared cores (the
-# streams, the sweep and coalescing about 13 of them);
+# streams, the sweep and coalescing about 13 of them), and the hot items
+# about 5 more (estimated from runs of -hot 40; -hot sets a run's messages);
 # BENCH_FLAGS='-latency 100 -throughput 200 -count 1' for a quicker run, or
 # BENCH_FLAGS='-only lease' for one section (strategies, powertools, storm,
-# sweep, coalesce, cpu, coldstarts, lease, outbox).
+# sweep, coalesce, hot, cpu, coldstarts, lease, outbox).
 BENCH_FLAGS ?=
 bench: moto
 	$(GO) build -C idem/cmd -o $(CURDIR)/bin/idem-bench ./idem-bench

@@ -5,7 +5,8 @@
 // (rare, a redelivery storm counted and not, every message twice) through
 // the kit, the Go two-phase lock and Powertools, a sweep of
 // Options.ReadFirstAbove, deliveries of one key at once in one process,
-// then the kit's CPU benchmarks and its functions' cold starts (-only picks
+// one account credited by many environments at once (hot items), then
+// the kit's CPU benchmarks and its functions' cold starts (-only picks
 // some), and prints the tables (and writes them as Markdown with -out). Run it from the module's
 // root: it builds the functions with the Makefile, as sam build does.
 //
@@ -79,6 +80,26 @@
 //     through Store.Process, the handler holding 50 ms, over -coalesce
 //     messages: calls and handler runs per message (1 each), outcomes and
 //     double effects, on every server.
+//   - Hot items (-only hot): 1, 8 and 64 environments (-hotenvs), each
+//     with its own Store, SDK client and state, credit one account and ten
+//     (-hot messages a run, spread evenly) from one in-memory queue, which
+//     delivers a failed delivery again at once with its receive count one
+//     more, each delivery with a 30 s deadline: this kit through
+//     Store.Process per message, through the SQS adapter per record and
+//     with BatchTransactions (batches of 10), the Go two-phase lock per
+//     message and in batches of 10 (records at once), and Powertools for
+//     TypeScript (bench.js's hot mode). On the model alone, its latencies
+//     ×-hotscale and its conflict model on (conflicts.go: a transaction
+//     holds its items until it is answered, what meets them is refused
+//     with DynamoDB's errors, a partition has 1,000 write units a second,
+//     divided by -hotscale), which no other section uses. For each:
+//     credits a second, calls per credit, the price per million credits,
+//     deliveries failed to the sender and why, a credit's p50 and p99,
+//     credits double and lost, and what capped the figure (the local
+//     server, whose own rate it measures first, the model's partition
+//     limit or conflicts, or the environments). A line is one value of
+//     hotLines (hotlines.go), a name and how an environment delivers a
+//     message or a batch; the table gains its rows.
 //   - The lease mode beside the one-transaction mode, the handler calling a
 //     stand-in payment API (-external, 20 ms) that deduplicates its key:
 //     latency, and the external calls made when each message is delivered

@@ -46,6 +46,9 @@ func bench() error {
 		sweepN    = flag.Int("sweep", 100, "timed messages in each stream of the ReadFirstAbove sweep (5%, 20%, 40% and 50% duplicates), after 32 to warm up")
 		sweepAt   = flag.String("sweepat", "-1,0.1,0.5", "values of ReadFirstAbove the sweep runs beside the library's default, comma-separated")
 		coalN     = flag.Int("coalesce", 50, "messages the coalesce section delivers 8 times at once each")
+		hotN      = flag.Int("hot", 160, "messages of each run of the hot-item section (every line at each of -hotenvs environments, on 1 and on 10 accounts)")
+		hotScale  = flag.Float64("hotscale", 3, "the hot-item section multiplies the model's latencies by this, and divides a partition's write units a second by it, so that the model, not the local server, sets the pace")
+		hotEnvs   = flag.String("hotenvs", "1,8,64", "environments crediting at once in the hot-item section's runs, comma-separated")
 		only      = flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); empty runs them all")
 		modelPath = flag.String("model", modelPublished, "DynamoDB latency model: a JSON file of per-operation p50/p99 (model.go has the format), \""+modelPublished+"\" for the published figures of model-published.json, or \""+modelOff+"\" to measure on the local server alone")
 		seed      = flag.Uint64("seed", 1, "seed of the model's draws: a run with the same seed draws the same delays for each operation")
@@ -69,6 +72,13 @@ func bench() error {
 	sweepValues, err := parseSweepAt(*sweepAt)
 	if err != nil {
 		return err
+	}
+	hotEnvList, err := parseHotEnvs(*hotEnvs)
+	if err != nil {
+		return err
+	}
+	if *hotN < 1 || !(*hotScale > 0) {
+		return fmt.Errorf("-hot must be 1 or more messages and -hotscale a positive factor; got %d and %v", *hotN, *hotScale)
 	}
 	var m *model
 	if *modelPath != modelOff {
@@ -138,6 +148,14 @@ func bench() error {
 	}
 	if runs("coalesce") {
 		if rep.coalesce, err = runCoalesce(ctx, rep.servers, *coalN); err != nil {
+			return err
+		}
+	}
+	if runs("hot") {
+		if m == nil {
+			rep.hot = &hotResult{skipped: "-model off: its conflict model runs in the latency model's proxy"}
+		} else if rep.hot, err = runHot(ctx, endpoint, m, *seed, hotConfig{messages: *hotN, envs: hotEnvList, accounts: hotAccounts, scale: *hotScale,
+			deadline: hotDeadline, lines: hotLines, powertools: node, ptDir: powertoolsDir, rateFor: 2 * time.Second}); err != nil {
 			return err
 		}
 	}
@@ -314,7 +332,7 @@ func batchDeliverer(st strategy) func(context.Context, []message) []message {
 }
 
 // sections are the parts of a run that -only names.
-var sections = []string{"strategies", "powertools", "storm", "sweep", "coalesce", "cpu", "coldstarts", "lease", "outbox"}
+var sections = []string{"strategies", "powertools", "storm", "sweep", "coalesce", "hot", "cpu", "coldstarts", "lease", "outbox"}
 
 // parseOnly reads -only: a comma-separated list of sections, or "" for
 // all of them.

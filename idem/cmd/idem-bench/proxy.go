@@ -37,6 +37,11 @@ type modelProxy struct {
 	rp    *httputil.ReverseProxy
 	tr    *http.Transport
 
+	// conflicts, when set, answers as DynamoDB's conflict and partition
+	// rules say (conflicts.go); nil, as for every section but the
+	// hot-item one, forwards every request.
+	conflicts *conflicts
+
 	mu       sync.Mutex
 	rngs     map[string]*rand.Rand // one per request class, so one class's draws do not depend on another's traffic
 	counts   map[string]int        // requests by class
@@ -61,6 +66,8 @@ type call struct {
 	// served closes when the local server has answered a GetItem.
 	served chan struct{}
 	once   sync.Once
+	// req is the request as the conflict model read it, when it runs.
+	req *modelRequest
 }
 
 type callKey struct{}
@@ -71,8 +78,9 @@ const dynamoTarget = "DynamoDB_20120810."
 
 // startProxy listens on 127.0.0.1 and forwards to upstream. Its draws
 // come from seed: a run with the same seed draws the same delays for each
-// class of request (in the order its requests reach the proxy).
-func startProxy(m *model, upstream string, seed uint64) (*modelProxy, error) {
+// class of request (in the order its requests reach the proxy). optFns
+// set it up before it serves its first request (withConflicts).
+func startProxy(m *model, upstream string, seed uint64, optFns ...func(*modelProxy)) (*modelProxy, error) {
 	u, err := url.Parse(upstream)
 	if err != nil {
 		return nil, err
@@ -101,6 +109,9 @@ func startProxy(m *model, upstream string, seed uint64) (*modelProxy, error) {
 		},
 	}
 	p.srv = &http.Server{Handler: p}
+	for _, f := range optFns {
+		f(p)
+	}
 	go p.srv.Serve(ln)
 	return p, nil
 }
@@ -127,6 +138,14 @@ func (p *modelProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	c := &call{start: start, op: op, items: countItems(op, body)}
+	if p.conflicts != nil {
+		refused, release := p.conflicts.admit(r.Context(), c, body)
+		if refused != nil {
+			p.refuse(w, r, c, refused)
+			return
+		}
+		defer release()
+	}
 	switch op {
 	case "GetItem":
 		c.served = make(chan struct{})
@@ -246,6 +265,9 @@ func (p *modelProxy) hold(resp *http.Response) error {
 		return err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if p.conflicts != nil {
+		p.conflicts.answered(c, resp.StatusCode, body)
+	}
 	cancelled := c.op == "TransactWriteItems" && resp.StatusCode == http.StatusBadRequest && isCancellation(body)
 	q, _ := p.model.lookup(c.op, c.items, cancelled)
 	class := c.op
@@ -271,6 +293,8 @@ func (p *modelProxy) hold(resp *http.Response) error {
 		case <-resp.Request.Context().Done():
 			return resp.Request.Context().Err()
 		}
+	} else if p.conflicts != nil && -d > total/4 {
+		p.conflicts.late()
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ type report struct {
 	streams                                    *streamsResult    // likewise
 	sweep                                      *sweepResult      // likewise
 	coalesce                                   *coalesceResult   // likewise
+	hot                                        *hotResult        // likewise
 
 	servers []server       // every latency's, the local server first
 	model   *model         // nil with -model off
@@ -51,6 +52,7 @@ func (r report) markdown() string {
 	r.outboxSection(p)
 	r.streamsSection(p)
 	r.coalesceSection(p)
+	r.hotSection(p)
 
 	if kits := r.kitRows(); len(kits) == 2 {
 		p("## The SQS adapter on batches of 10\n\n")
@@ -212,6 +214,7 @@ func (r report) targets() []target {
 	out = append(out, r.outboxTargets()...)
 	out = append(out, r.streamsTargets()...)
 	out = append(out, r.coalesceTargets()...)
+	out = append(out, r.hotTargets()...)
 	out = append(out, tracingTargets(r.cpu)...)
 	var worstNs, worstAllocs float64
 	var nsName, allocName string

@@ -7,7 +7,8 @@
 // idem-bench creates the tables and passes them in the environment; this
 // prints one JSON object on stdout and nothing else there. With
 // IDEM_BENCH_STREAMS it plays the streams that file holds instead (streams
-// below), else the latency, crash and race runs (classic below).
+// below), with IDEM_BENCH_HOT_MESSAGES one run of the hot-item section
+// (hot below), else the latency, crash and race runs (classic below).
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -257,6 +258,93 @@ async function streams(path) {
   return { versions: versions(), streams: out };
 }
 
+// The cause a failed delivery is counted under, as idem-bench's Go lines
+// count theirs (hotlines.go): the error's name, or its cause's.
+function causeOf(err) {
+  for (let e = err; e; e = e.cause) {
+    switch (e.name) {
+      case 'TransactionConflictException': case 'ReplicatedWriteConflictException': return 'contention';
+      case 'ThrottlingException': case 'ProvisionedThroughputExceededException': case 'RequestLimitExceeded': return 'throttling';
+      case 'IdempotencyAlreadyInProgressError': return 'in flight';
+      case 'TransactionCanceledException': {
+        const codes = (e.CancellationReasons ?? []).map((r) => r.Code).filter((c) => c && c !== 'None');
+        if (codes.some((c) => c === 'ThrottlingError')) return 'throttling';
+        if (codes.length > 0 && codes.every((c) => c === 'TransactionConflict')) return 'contention';
+        return 'other';
+      }
+      default:
+    }
+  }
+  return 'other';
+}
+
+// hot: one run of idem-bench's hot-item section. IDEM_BENCH_HOT_ENVIRONMENTS
+// workers, each an environment of its own (its client, persistence layer
+// and idempotent handler, Powertools' default configuration), take messages
+// one at a time from one in-memory queue; a delivery that fails puts its
+// message back at the front of the queue at once and counts as failed to
+// the sender. Message i is "<prefix>-i", crediting 1 cent to
+// "<prefix>-acc-<i mod accounts>". Each delivery's context says
+// IDEM_BENCH_HOT_DEADLINE_MS remain (Powertools sets its in-progress
+// expiry from it); nothing here cuts a delivery off at it. Figures: the
+// wall time from the first receive to the last credit, each message's
+// first receive to its success, the failures by cause, calls by operation.
+async function hot() {
+  const n = Number(env('IDEM_BENCH_HOT_MESSAGES'));
+  const workers = Number(env('IDEM_BENCH_HOT_ENVIRONMENTS'));
+  const accounts = Number(env('IDEM_BENCH_HOT_ACCOUNTS'));
+  const prefix = env('IDEM_BENCH_HOT_PREFIX');
+  const deadlineMs = Number(env('IDEM_BENCH_HOT_DEADLINE_MS'));
+  const maxReceives = Number(env('IDEM_BENCH_HOT_MAX_RECEIVES'));
+  const envs = Array.from({ length: workers }, () => environment(false, endpoint));
+  const ready = Array.from({ length: n }, (_, i) => i);
+  const sent = new Array(n).fill(-1);
+  const settled = new Array(n).fill(-1);
+  const receives = new Array(n).fill(0);
+  const causes = {};
+  let done = 0;
+  let failed = 0;
+  let waiting = [];
+  const wake = () => { const w = waiting; waiting = []; w.forEach((resolve) => resolve()); };
+  const work = async (e) => {
+    for (;;) {
+      while (ready.length === 0 && done < n) await new Promise((resolve) => waiting.push(resolve));
+      if (ready.length === 0) return;
+      const i = ready.shift();
+      if (++receives[i] > maxReceives) throw new Error(`${prefix}-${i} failed ${maxReceives} deliveries`);
+      if (sent[i] < 0) sent[i] = performance.now();
+      try {
+        await e.handler({ id: `${prefix}-${i}`, account: `${prefix}-acc-${i % accounts}`, cents: 1 }, context(deadlineMs));
+        settled[i] = performance.now();
+        done++;
+      } catch (err) {
+        failed++;
+        const c = causeOf(err);
+        causes[c] = (causes[c] ?? 0) + 1;
+        ready.unshift(i);
+      }
+      wake();
+    }
+  };
+  await Promise.all(envs.map(work));
+  const calls = {};
+  for (const e of envs) {
+    for (const [op, c] of Object.entries(e.calls)) {
+      const name = op.replace(/Command$/, '');
+      calls[name] = (calls[name] ?? 0) + c;
+    }
+  }
+  return {
+    versions: versions(),
+    hot: {
+      wallMs: Math.max(...settled) - Math.min(...sent),
+      creditMs: settled.map((t, i) => t - sent[i]),
+      failed, causes, calls,
+    },
+  };
+}
+
 const streamsPath = process.env.IDEM_BENCH_STREAMS;
-const result = streamsPath ? await streams(streamsPath) : await classic();
+const hotMode = process.env.IDEM_BENCH_HOT_MESSAGES;
+const result = streamsPath ? await streams(streamsPath) : hotMode ? await hot() : await classic();
 process.stdout.write(JSON.stringify(result) + '\n');
