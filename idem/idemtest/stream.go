@@ -53,15 +53,30 @@ type StreamReader struct {
 // NewStreamReader returns a reader of table's stream from its start.
 func NewStreamReader(tb testing.TB, client *dynamodb.Client, table string) *StreamReader {
 	tb.Helper()
-	desc, err := client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	r, err := OpenStream(context.Background(), client, table)
 	if err != nil {
-		tb.Fatalf("idemtest: the stream of %s: %v", table, err)
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// OpenStream is NewStreamReader for code without a testing.TB, such as a
+// benchmark command; its reader's Next is Read.
+func OpenStream(ctx context.Context, client *dynamodb.Client, table string) (*StreamReader, error) {
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, fmt.Errorf("idemtest: the stream of %s: %w", table, err)
 	}
 	arn := aws.ToString(desc.Table.LatestStreamArn)
 	if arn == "" {
-		tb.Fatalf("idemtest: %s has no stream (EnableStream)", table)
+		return nil, fmt.Errorf("idemtest: %s has no stream (Table.Stream, EnableStream)", table)
 	}
-	return &StreamReader{endpoint: aws.ToString(client.Options().BaseEndpoint), arn: arn, next: map[string]*string{}}
+	return &StreamReader{endpoint: aws.ToString(client.Options().BaseEndpoint), arn: arn, next: map[string]*string{}}, nil
+}
+
+// Next is Read for code without a testing.TB.
+func (r *StreamReader) Next(ctx context.Context) ([]events.DynamoDBEventRecord, error) {
+	return r.read(ctx)
 }
 
 // Read returns the stream's records written since the last Read, shard by

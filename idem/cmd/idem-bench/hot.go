@@ -56,6 +56,7 @@ type hotRun struct {
 	ops                      map[string]int  // the same by operation
 	tally                    proxyTally      // the proxy's answers
 	doubles, lost            int             // credits applied beyond, and short of, each account's messages
+	lag                      []time.Duration // a fold line's: each entry's commit to its fold into the balance
 }
 
 // hotResult is the section as run.
@@ -99,6 +100,8 @@ type hotSection struct {
 	local               *dynamodb.Client
 	processed, accounts string
 	pt                  ptTables
+	entries             string // made by the first fold line's run
+	entryStream         *idemtest.StreamReader
 }
 
 // runHot runs the section: the local server's rate, then every line at
@@ -170,20 +173,36 @@ func (h *hotSection) runLine(ctx context.Context, l hotLine, envs, accounts int,
 	calls := &idemtest.CallCounter{}
 	causes := &hotCauses{}
 	delivers := make([]hotDeliver, envs)
+	var fold *folder
+	msgs := hotMessages(prefix, h.cfg.messages, accounts)
+	if l.fold {
+		if err := h.entriesTable(ctx); err != nil {
+			return hotRun{}, err
+		}
+		var err error
+		if fold, err = h.startFold(ctx, calls, causes, prefix, len(msgs)); err != nil {
+			return hotRun{}, err
+		}
+	}
 	for i := range delivers {
-		e := hotEnv{client: idemtest.Client(h.proxy.URL, calls.Option), processed: h.processed, accounts: h.accounts, causes: causes}
+		e := hotEnv{client: idemtest.Client(h.proxy.URL, calls.Option), processed: h.processed, accounts: h.accounts, entries: h.entries, causes: causes}
 		var err error
 		if delivers[i], err = l.env(e); err != nil {
 			return hotRun{}, err
 		}
 	}
-	msgs := hotMessages(prefix, h.cfg.messages, accounts)
 	h.proxy.conflicts.take()
 	q := newHotQueue(msgs, l.batch)
 	if err := q.run(ctx, delivers, h.cfg.deadline); err != nil {
 		return hotRun{}, err
 	}
 	run := q.figures()
+	if fold != nil {
+		if err := fold.wait(2 * time.Minute); err != nil {
+			return hotRun{}, err
+		}
+		fold.apply(&run, q)
+	}
 	run.envs, run.accounts, run.tally, run.causes = envs, accounts, h.proxy.conflicts.take(), causes.counts()
 	run.ops = map[string]int{}
 	for _, op := range countedOps {

@@ -158,21 +158,21 @@ func TestHotTargets(t *testing.T) {
 	run := func(envs int, wall time.Duration, calls int, contention int) hotRun {
 		return hotRun{envs: envs, accounts: 1, messages: 100, wall: wall, calls: calls, failed: contention, causes: map[string]int{causeContention: contention}}
 	}
-	result := func(kit8 hotRun) *hotResult {
-		return &hotResult{cfg: hotConfig{envs: []int{8, 64}, accounts: []int{1}}, lines: []string{hotProcess, hotLock},
-			runs: [][]hotRun{{kit8, run(64, 10*time.Second, 100, 0)}, {run(8, time.Second, 300, 0), run(64, 20*time.Second, 300, 0)}}}
+	result := func(kit8, agg8 hotRun) *hotResult {
+		return &hotResult{cfg: hotConfig{envs: []int{8, 64}, accounts: []int{1}}, lines: []string{hotProcess, hotAggregate, hotLock},
+			runs: [][]hotRun{{kit8, run(64, 10*time.Second, 100, 0)}, {agg8, run(64, 10*time.Second, 101, 0)}, {run(8, time.Second, 300, 0), run(64, 20*time.Second, 300, 0)}}}
 	}
 	for _, tc := range []struct {
-		name string
-		kit8 hotRun
-		want []bool
+		name       string
+		kit8, agg8 hotRun
+		want       []bool
 	}{
-		// the kit at 8: 100 credits/s against the lock's 100, 1 call against 3; at 64: 10 against 5.
-		{"met", run(8, time.Second, 100, 0), []bool{true, true, true, true}},
-		{"contention, slower, more calls", run(8, 2*time.Second, 400, 3), []bool{false, false, true, true}},
+		// the entries at 8: 100 credits/s against the lock's 100, 1.01 calls against 3; at 64: 10 against 5.
+		{"met", run(8, time.Second, 100, 0), run(8, time.Second, 101, 0), []bool{true, true, true, true}},
+		{"contention; the entries slower", run(8, 2*time.Second, 400, 3), run(8, 2*time.Second, 101, 0), []bool{false, false, true, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := (report{hot: result(tc.kit8)}).hotTargets()
+			got := (report{hot: result(tc.kit8, tc.agg8)}).hotTargets()
 			if len(got) != len(tc.want) {
 				t.Fatalf("expect %d targets, got %+v", len(tc.want), got)
 			}
@@ -183,7 +183,7 @@ func TestHotTargets(t *testing.T) {
 			}
 		})
 	}
-	x := result(run(8, time.Second, 100, 0))
+	x := result(run(8, time.Second, 100, 0), run(8, time.Second, 101, 0))
 	x.runs[0][1].lost = 1
 	if got := (report{hot: x}).hotTargets(); got[len(got)-1].met {
 		t.Errorf("a lost credit: expect the exactness target missed, got %+v", got[len(got)-1])

@@ -36,6 +36,9 @@ type hotLine struct {
 	name  string
 	batch int
 	env   func(e hotEnv) (hotDeliver, error)
+	// fold says the line's credits are entries, applied to the balance
+	// from the entries table's stream (hotaggregate.go).
+	fold bool
 }
 
 // hotEnv is what one environment starts with: its own SDK client
@@ -46,6 +49,7 @@ type hotLine struct {
 type hotEnv struct {
 	client              *dynamodb.Client
 	processed, accounts string
+	entries             string // the entries table, for a fold line
 	causes              *hotCauses
 }
 
@@ -67,7 +71,7 @@ const (
 
 // hotLines are the Go lines, in the report's order.
 var hotLines = []hotLine{
-	{hotProcess, 1, func(e hotEnv) (hotDeliver, error) {
+	{name: hotProcess, batch: 1, env: func(e hotEnv) (hotDeliver, error) {
 		store, err := idem.New(e.client, e.processed, e.storeOptions()...)
 		if err != nil {
 			return nil, err
@@ -83,13 +87,14 @@ var hotLines = []hotLine{
 			return err
 		}), nil
 	}},
-	{hotSQS, 10, hotSQSLine(false)},
-	{hotSQSBatch, 10, hotSQSLine(true)},
-	{hotLock, 1, func(e hotEnv) (hotDeliver, error) {
+	{name: hotSQS, batch: 10, env: hotSQSLine(false)},
+	{name: hotSQSBatch, batch: 10, env: hotSQSLine(true)},
+	{name: hotAggregate, batch: 1, env: entryLine, fold: true},
+	{name: hotLock, batch: 1, env: func(e hotEnv) (hotDeliver, error) {
 		tp := &twoPhase{c: e.client, processed: e.processed, accounts: e.accounts, now: time.Now}
 		return perMessage(e.counted(func(ctx context.Context, m message) error { return tp.deliver(ctx, m, false) })), nil
 	}},
-	{hotLockSQS, 10, func(e hotEnv) (hotDeliver, error) {
+	{name: hotLockSQS, batch: 10, env: func(e hotEnv) (hotDeliver, error) {
 		tp := &twoPhase{c: e.client, processed: e.processed, accounts: e.accounts, now: time.Now}
 		return atOnce(e.counted(func(ctx context.Context, m message) error { return tp.deliver(ctx, m, false) })), nil
 	}},
@@ -188,7 +193,7 @@ func (c *hotCauses) add(cause string) {
 }
 
 func (c *hotCauses) Observe(_ context.Context, o idem.Observation) {
-	if o.Outcome == idem.Failed || o.Outcome == idem.InFlight {
+	if o.Outcome == idem.Failed || o.Outcome == idem.InFlight || o.Outcome == idem.Contended {
 		c.add(causeOf(o.Err))
 	}
 }

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // hotRecommended names the line the guide recommends for a hot item,
 // which the second target compares with the Go two-phase lock. A
 // placeholder until that line exists: point it at its hotLine's name.
-var hotRecommended = hotProcess
+var hotRecommended = hotAggregate
 
 // The thresholds at which a run counts as capped by the local server, the
 // partition limit, or the model's conflicts (hotRun.capped).
@@ -106,12 +107,17 @@ func (r report) hotSection(p func(string, ...any)) {
 	} else if x.ptVersion != "" {
 		p("Powertools: `@aws-lambda-powertools/idempotency` %s, `bench.js`'s hot mode.\n\n", x.ptVersion)
 	}
-	p("| line | environments | accounts | credits/s | calls per credit | $ per million credits | deliveries failed to the sender | credit p50 ms | credit p99 ms | double / lost | what capped it |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("The entries line (`%s`) makes a credit when its entry commits with its claim (its credits a second and its credit's time are the entries'); its consumer of the entries table's stream, `stream.Aggregate` on a `Store` of its own through the same model (its calls counted with the line's), folds them into the balance, and the delay that adds, from an entry's commit to its fold (the emulated event source mapping polls every %v of the run's clock, batches of up to %d records), is its own column; the run ends once the balance holds every credit, which double / lost checks.\n\n", hotAggregate, time.Duration(float64(foldPoll)*c.scale), foldBatch)
+	p("| line | environments | accounts | credits/s | calls per credit | $ per million credits | deliveries failed to the sender | credit p50 ms | credit p99 ms | stream delay p50 / p99 ms | double / lost | what capped it |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for k, name := range x.lines {
 		for i, h := range x.runs[k] {
 			envs, accounts := x.config(i)
-			p("| %s | %d | %d | %.1f | %.2f | %s | %s | %s | %s | %d / %d | %s |\n", name, envs, accounts, h.creditsPerSec(), h.callsPerCredit(),
-				h.perCredit().dollars(), h.causesText(), ms(percentile(h.credit, 0.5)), ms(percentile(h.credit, 0.99)), h.doubles, h.lost, h.capped(x.rate, x.limit))
+			lag := "—"
+			if len(h.lag) > 0 {
+				lag = ms(percentile(h.lag, 0.5)) + " / " + ms(percentile(h.lag, 0.99))
+			}
+			p("| %s | %d | %d | %.1f | %.2f | %s | %s | %s | %s | %s | %d / %d | %s |\n", name, envs, accounts, h.creditsPerSec(), h.callsPerCredit(),
+				h.perCredit().dollars(), h.causesText(), ms(percentile(h.credit, 0.5)), ms(percentile(h.credit, 0.99)), lag, h.doubles, h.lost, h.capped(x.rate, x.limit))
 		}
 	}
 	p("\n")
