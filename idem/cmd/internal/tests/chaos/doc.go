@@ -53,6 +53,13 @@
 //     SendMessageBatch reaches SQS and after SQS took it: every message is
 //     sent on Lambda's retry, once or twice under one outbox id, and the
 //     ledger holds one entry per credit.
+//   - The hot-item path: TestChaosAggregate credits three hot accounts
+//     through entries (each credit delivered 1 to 4 times on a faulted
+//     DynamoDB) and folds the entries' stream with stream.Aggregate, on a
+//     DynamoDB faulted twice as often, its invokes killed before they
+//     commit and mid-batch (after the first of a batch's transactions),
+//     batches handed over again after their checkpoint: each entry folded
+//     once, each balance its credits' sum.
 //   - TestManagedInstancesOneKey runs functions/queue as on Lambda Managed
 //     Instances, 8 invokes at once in one process, and sends it one message
 //     8 times at once: one credit, one Processed outcome; it reports the
