@@ -59,6 +59,26 @@ func kitLine(name string, optFns ...func(*idem.Options)) streamLine {
 	}}
 }
 
+// acrossEnvironments is l with each message's deliveries spread over
+// envs environments, each delivery to the next, so that no duplicate
+// reaches an environment that saw its key settled: the Store's share of
+// duplicates among deliveries new to it (ReadFirstAbove) alone decides.
+func acrossEnvironments(l streamLine, envs int) streamLine {
+	return streamLine{name: l.name, kit: l.kit, build: func(su setup, processed string, v via) (deliverFunc, error) {
+		ds := make([]deliverFunc, envs)
+		for i := range ds {
+			d, err := l.build(su, processed, v)
+			if err != nil {
+				return nil, err
+			}
+			ds[i] = d
+		}
+		return func(ctx context.Context, m message, d delivery) error {
+			return ds[(d.msg+d.attempt-1)%envs](ctx, m, d)
+		}, nil
+	}}
+}
+
 // processDeliverer calls store.Process with the message's credit, as a
 // user's own code calls the core: no Attempt, the sender named once.
 func processDeliverer(store *idem.Store, accounts string) deliverFunc {
