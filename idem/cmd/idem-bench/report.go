@@ -56,7 +56,7 @@ func (r report) markdown() string {
 
 	if kits := r.kitRows(); len(kits) == 2 {
 		p("## The SQS adapter on batches of 10\n\n")
-		p("TransactWriteItems per batch and the batch's latency, per-record mode (`sqsconsumer.Options{}`: 10 concurrent transactions) against batch transactions (`BatchTransactions: true`), %d batches per line, on every server, taking turns. Two credits to one account cannot share a transaction, so the last line needs as many as its busiest account has records (4 of 10).\n\n", r.batchN)
+		p("TransactWriteItems per batch and the batch's latency, per-record mode (`sqsconsumer.Options{}`: 10 concurrent transactions) against batch transactions (`BatchTransactions: true`), %d batches per line, on every server, taking turns. On the last line three accounts are credited by 10 records: their credits of one account are one action, their sum, in the batch's one transaction (per record, each account's credits are sent one after another in this environment, never at once).\n\n", r.batchN)
 		head, rule := r.latencyHeader("p50 ms, per record", "p50 ms, batch mode", "p99 ms, per record", "p99 ms, batch mode")
 		p("| batch of 10 | calls, per record | calls, batch mode | %s\n|---|---|---|%s\n", head, rule)
 		for i, sc := range batchScenarios {

@@ -279,12 +279,12 @@ func TestStreamsTargets(t *testing.T) {
 	for k := range streamLines {
 		x.stats[0][k] = []streamStats{stats(1, 1), stats(1, 1)} // the local server's: not judged
 	}
-	x.stats[0][lineKit][1] = stats(24, 8)      // mean 16
-	x.stats[0][lineTwoPhase][1] = stats(23, 9) // mean 16: the kit's first is slower, its mean equal
+	x.stats[0][lineKit][1] = stats(25, 7)      // mean 16
+	x.stats[0][lineTwoPhase][1] = stats(23, 9) // mean 16: the kit's first more than 5% slower, its mean equal
 	x.pt = &ptStreams{stats: [][]streamStats{{stats(1, 1), stats(38, 13)}}}
 	r := report{servers: []server{{"local", ""}, {"model", ""}}, streams: x}
 	got := r.streamsTargets()
-	want := []bool{false, true, true, true, true} // two-phase first, mean; Powertools first, mean; doubles
+	want := []bool{false, true, true, true, true, true} // two-phase first, mean; Powertools first, mean; price; doubles
 	if len(got) != len(want) {
 		t.Fatalf("expect %d targets, got %d: %+v", len(want), len(got), got)
 	}

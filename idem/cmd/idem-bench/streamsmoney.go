@@ -45,6 +45,9 @@ func (c ruCost) String() string {
 	return fmt.Sprintf("%s WRU + %.2f RRU", w, c.rru)
 }
 
+// topDollars is the top of c's price per million, in dollars.
+func (c ruCost) topDollars() float64 { return c.wruHigh*priceWRU + c.rru*priceRRU }
+
 // dollars is c's price per million, a range when c is.
 func (c ruCost) dollars() string {
 	lo, hi := c.wruLow*priceWRU+c.rru*priceRRU, c.wruHigh*priceWRU+c.rru*priceRRU
