@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"strconv"
 	"time"
@@ -79,10 +80,11 @@ var errInProgress = errors.New("in progress")
 func (x *twoPhase) deliver(ctx context.Context, m message, failAfterEffect bool) error {
 	now := x.now()
 	key := map[string]types.AttributeValue{"pk": s(m.id)}
+	owner := rand.Text()
 	_, err := x.c.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(x.processed),
 		Item: map[string]types.AttributeValue{
-			"pk": s(m.id), "status": s("INPROGRESS"),
+			"pk": s(m.id), "status": s("INPROGRESS"), "owner": s(owner),
 			"expiration":         n(now.Add(time.Hour).Unix()),
 			"in_progress_expiry": n(now.Add(30 * time.Second).UnixMilli()),
 		},
@@ -98,7 +100,14 @@ func (x *twoPhase) deliver(ctx context.Context, m message, failAfterEffect bool)
 		if st, ok := ccf.Item["status"].(*types.AttributeValueMemberS); ok && st.Value == "COMPLETED" {
 			return nil // duplicate: the stored response is replayed
 		}
-		return errInProgress
+		if o, ok := ccf.Item["owner"].(*types.AttributeValueMemberS); !ok || o.Value != owner {
+			return errInProgress
+		}
+		// Its own record: an SDK resend of a PutItem whose first answer
+		// was lost (a connection the loaded local server dropped) met
+		// the write it had made. Powertools would report it in progress
+		// until in_progress_expiry; the bench goes on, with no call more.
+		err = nil
 	}
 	if err != nil {
 		return err
