@@ -15,38 +15,6 @@ import (
 // message twice): the first leads and runs, the others wait for its
 // outcome and answer from it, with no handler run and no call.
 
-// leadOrWait makes a delivery of id lead its key's call in this process
-// (lead is then not nil: the caller runs the delivery and completes the
-// call with its outcome), or waits for the delivery that leads it and
-// returns the claim it settled (found), which answers the delivery as the
-// cache's would, with no call. A leader that settled nothing lets the
-// waiting delivery run: it then leads a call of its own. A wait the
-// adapter bounded (seam.WithWait) that runs out is an *InFlightError.
-func (s *Store) leadOrWait(ctx context.Context, id Record) (lead *keyCall, stored Record, found bool, err error) {
-	waitCtx, bound := ctx, time.Duration(-1)
-	if d, ok := seam.Wait(ctx); ok {
-		var cancel context.CancelFunc
-		waitCtx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-		bound = d
-	}
-	for {
-		c, leads := s.inflight.join(id.Key)
-		if leads {
-			return c, Record{}, false, nil
-		}
-		stored, known, err := c.wait(waitCtx)
-		switch {
-		case err != nil && bound >= 0 && ctx.Err() == nil:
-			return nil, Record{}, false, &InFlightError{Key: id.Key, Waited: bound, RetryAfter: inFlightRetry}
-		case err != nil:
-			return nil, Record{}, false, &RetryableError{Key: id.Key, Err: err}
-		case known:
-			return nil, stored, true, nil
-		}
-	}
-}
-
 // inflight are the keys being processed in this process, each by one
 // delivery that leads it.
 type inflight struct {
@@ -111,7 +79,7 @@ func (c *keyCall) wait(ctx context.Context) (Record, bool, error) {
 // if the delivery settled it. A delivery that failed leaves nothing known,
 // and the deliveries waiting for it run on their own.
 func (c *keyCall) finish(res Result, err error) {
-	if rec, ok := settledClaim(res, err); ok {
+	if rec, ok := claimOf(res, err); ok {
 		// A copy: the leader's caller may change its Result once it has
 		// it, while a waiting delivery reads this.
 		rec.Response = slices.Clone(rec.Response)
@@ -141,3 +109,7 @@ var errNoOutcome = errors.New("idem: the delivery ended before its outcome")
 // key in this process is told to come back: most deliveries settle within
 // it, and the retry is then a Duplicate from the cache or a claim.
 const inFlightRetry = time.Second
+
+// boundedWait is how long a delivery may wait for another of its key in
+// this process, when its adapter bounded it (seam.WithWait).
+func boundedWait(ctx context.Context) (time.Duration, bool) { return seam.Wait(ctx) }

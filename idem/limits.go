@@ -13,15 +13,16 @@ import (
 // sent: how it names and measures the items of a transaction, and its
 // limits on them.
 
-// validateEffect refuses, before anything is sent, what DynamoDB would
-// refuse: too many actions, a write without a table or with two operations,
-// two writes on one item, a response or a transaction over its limit. rec
-// is the claim the effect commits with; the effect's writes are the
-// handler's own first, then its outgoing messages' outbox items (addOutbox).
-// items are the items the handler's own writes touch, as far as their
-// keys tell (a Put on a table no other write names goes without).
-func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target, err error) {
-	key := rec.Key
+// validate refuses, before anything is sent, what DynamoDB would refuse
+// of eff, which commits with k's claim: too many actions, a write without
+// a table or with two operations, two writes on one item, a response or a
+// transaction over its limit. The effect's writes are the handler's own
+// first (own of them), then its outgoing messages' outbox items
+// (addOutbox). items are the items the handler's own writes touch, as far
+// as their keys tell (a Put on a table no other write names goes
+// without).
+func (s *Store) validate(k claimKey, eff Effect, own int) (items []target, err error) {
+	key := k.name
 	// A nil AttributeValue (a typed nil pointer, say) would panic while
 	// the writes are measured; it is the handler's input, so an error,
 	// naming the write being measured (at).
@@ -51,7 +52,7 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target,
 	// the claim table's from the options, others from their writes' Keys.
 	names := s.keyNames
 	keyAttrs := map[string][]string{s.table: names, s.opts.OutboxTable: names}
-	seen := map[target]int{{s.table, canonicalKey(rec.keyItem)}: -1}
+	seen := map[target]int{{s.table, canonicalKey(k.item)}: -1}
 	var puts []int
 	size := 0
 	for i, w := range eff.Writes {
@@ -117,8 +118,7 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target,
 }
 
 // How DynamoDB names and measures the items of a transaction, as
-// validateEffect checks an effect against its limits before anything is
-// sent.
+// validate checks an effect against its limits before anything is sent.
 
 // emptyKeyValue is the name of a key attribute whose string or binary
 // value is empty, which DynamoDB refuses (a ValidationException, which
@@ -224,38 +224,34 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberS:
 		return len(v.Value)
 	case *types.AttributeValueMemberN:
-		return len(v.Value)/2 + 2
+		return numberSize(v.Value)
 	case *types.AttributeValueMemberB:
 		return len(v.Value)
 	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
+		return sizeOfEach(v.Value, func(s string) int { return len(s) })
 	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)/2 + 2
-		}
-		return n
+		return sizeOfEach(v.Value, numberSize)
 	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
+		return sizeOfEach(v.Value, func(b []byte) int { return len(b) })
 	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
+		return 3 + len(v.Value) + sizeOfEach(v.Value, valueSize)
 	case *types.AttributeValueMemberM:
 		return 3 + itemSize(v.Value) + len(v.Value)
 	default: // BOOL, NULL
 		return 1
 	}
+}
+
+// numberSize approximates a number's size: about a byte per two digits.
+func numberSize(n string) int { return len(n)/2 + 2 }
+
+// sizeOfEach is the sum of size over a set's or a list's elements.
+func sizeOfEach[E any](es []E, size func(E) int) int {
+	n := 0
+	for _, e := range es {
+		n += size(e)
+	}
+	return n
 }
 
 // canonicalKey renders a key so that equal keys compare equal.
