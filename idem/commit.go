@@ -75,7 +75,7 @@ func (s *Store) commit(ctx context.Context, ds []*delivery, batch bool) {
 						c.answerFrom(d, stored)
 						continue
 					}
-					c.decide(d, Result{}, d.tx.retries.gaveUp(d.key.name, d.tx.sends, d.tx.refusal))
+					c.answer(d, Result{}, d.tx.retries.gaveUp(d.key.name, d.tx.sends, d.tx.refusal))
 				}
 				break
 			}
@@ -130,7 +130,7 @@ func (c *commitRun) send(ds []*delivery) (again []*delivery) {
 	unlock, err := c.s.items.lock(c.ctx, written(ds))
 	if err != nil {
 		for _, d := range ds {
-			c.decide(d, Result{}, &ContendedError{Key: d.key.name, Attempts: d.tx.sends, Waited: time.Since(start),
+			c.answer(d, Result{}, &ContendedError{Key: d.key.name, Attempts: d.tx.sends, Waited: time.Since(start),
 				Err: fmt.Errorf("waiting for this process's other transactions on the effect's items: %w", err)})
 		}
 		return nil
@@ -149,7 +149,7 @@ func (c *commitRun) send(ds []*delivery) (again []*delivery) {
 	}
 	if err == nil {
 		for _, d := range ds {
-			c.decide(d, Result{Outcome: Processed, Record: d.claim}, nil)
+			c.answer(d, Result{Outcome: Processed, Record: d.claim}, nil)
 		}
 		return nil
 	}
@@ -189,7 +189,7 @@ func (c *commitRun) send(ds []*delivery) (again []*delivery) {
 	}
 	if blamed == 0 { // a cancellation that blames no action: given up
 		for _, d := range innocents {
-			c.decide(d, Result{}, &StoreError{Key: d.key.name, Err: err})
+			c.answer(d, Result{}, &StoreError{Key: d.key.name, Err: err})
 		}
 		return again
 	}
@@ -264,7 +264,7 @@ func (c *commitRun) refused(d *delivery, err error, sent *sendLog) bool {
 		c.measure([]*delivery{d})
 		return true
 	}
-	c.decide(d, res, err)
+	c.answer(d, res, err)
 	return false
 }
 
@@ -273,11 +273,11 @@ func (c *commitRun) refused(d *delivery, err error, sent *sendLog) bool {
 func (c *commitRun) answerFrom(d *delivery, stored Record) {
 	stored.Response = slices.Clone(stored.Response) // the earlier delivery's Result has the same bytes
 	res, err := answerFrom(d.key, stored)
-	c.decide(d, res, err)
+	c.answer(d, res, err)
 }
 
-// decide gives d its commit's outcome.
-func (c *commitRun) decide(d *delivery, res Result, err error) {
+// answer gives d its commit's outcome.
+func (c *commitRun) answer(d *delivery, res Result, err error) {
 	if err == nil && d.tx.rej != nil && res.Outcome == Processed {
 		res.Outcome, res.Rejection = Rejected, d.tx.rej
 	}
@@ -347,8 +347,8 @@ func (s *Store) failure(ctx context.Context, d *delivery, err error, sent *sendL
 		switch aws.ToString(r.Code) {
 		case "ConditionalCheckFailed":
 			if i > 0 && i <= len(writes) && outboxID(writes[i-1]) != "" {
-				id := outboxID(writes[i-1])
-				return Result{}, &InvalidError{Key: key, Reason: fmt.Sprintf("the outgoing message %s: its key %q is another item's: do Stores share the table without distinct KeyPrefixes?", id, s.outboxKey(id)), Server: true}
+				oid := outboxID(writes[i-1])
+				return Result{}, &InvalidError{Key: key, Reason: fmt.Sprintf("the outgoing message %s: its key %q is another item's: do Stores share the table without distinct KeyPrefixes?", oid, s.outboxKey(oid)), Server: true}
 			}
 			if i > 0 && i <= len(writes) {
 				return Result{}, &RejectedError{Key: key, Index: i - 1, Table: writeTable(writes[i-1]), Item: r.Item}

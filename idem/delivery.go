@@ -176,7 +176,7 @@ func (s *Store) answer(ctx context.Context, ds []*delivery, m mode) {
 		case d.err != nil:
 		case s.answerFromCache(d):
 		default:
-			if c, leads := s.inflight.join(d.key.name); leads {
+			if c, leads := s.calls.join(d.key.name); leads {
 				d.lead, leaders = c, append(leaders, d)
 			} else {
 				d.wait, waiters = c, append(waiters, d)
@@ -185,7 +185,7 @@ func (s *Store) answer(ctx context.Context, ds []*delivery, m mode) {
 	}
 	defer func() {
 		for _, d := range leaders {
-			d.lead.finishUnlessDone()
+			d.lead.completeIfLeft()
 		}
 	}()
 	s.lead(ctx, leaders, m)
@@ -194,7 +194,7 @@ func (s *Store) answer(ctx context.Context, ds []*delivery, m mode) {
 		if d.err == nil && d.res.Outcome == Duplicate && !d.res.Cached {
 			d.replay()
 		}
-		d.lead.finish(d.res, d.err)
+		d.lead.complete(d.res, d.err)
 	}
 	alone := m
 	alone.batch = false

@@ -105,7 +105,7 @@ func (s *Store) prepare(d *delivery) bool {
 	eff, err := runHandler(withMessage(d.ctx, d.msg), d.msg, d.key.name, d.h)
 	if err == nil {
 		now := s.opts.Now()
-		d.claim = s.newClaim(d.key, now, traceParent(d.ctx))
+		d.claim = s.newClaim(d.key, now, traceContext(d.ctx))
 		err = s.checkEffect(d, &eff, now)
 	}
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 // message twice): the first leads and runs, the others wait for its
 // outcome and answer from it, with no handler run and no call.
 
-// inflight are the keys being processed in this process, each by one
+// keyCalls are the keys being processed in this process, each by one
 // delivery that leads it.
-type inflight struct {
+type keyCalls struct {
 	mu    sync.Mutex
 	calls map[string]*keyCall
 }
@@ -28,17 +28,17 @@ type inflight struct {
 // waits for ever. Once complete, rec is the claim DynamoDB holds for the
 // key, when known.
 type keyCall struct {
-	in       *inflight
-	key      string
-	done     chan struct{} // made once a delivery waits (under in.mu): most calls have none
-	complete bool          // under in.mu
-	rec      Record
-	known    bool
+	in        *keyCalls
+	key       string
+	done      chan struct{} // made once a delivery waits (under in.mu): most calls have none
+	completed bool          // under in.mu
+	rec       Record
+	known     bool
 }
 
 // join returns key's call and whether the caller leads it: a leader must
 // complete it.
-func (in *inflight) join(key string) (*keyCall, bool) {
+func (in *keyCalls) join(key string) (*keyCall, bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if c, ok := in.calls[key]; ok {
@@ -57,7 +57,7 @@ func (in *inflight) join(key string) (*keyCall, bool) {
 // own), or ctx's end.
 func (c *keyCall) wait(ctx context.Context) (Record, bool, error) {
 	c.in.mu.Lock()
-	if c.complete {
+	if c.completed {
 		c.in.mu.Unlock()
 		return c.rec, c.known, nil
 	}
@@ -74,11 +74,11 @@ func (c *keyCall) wait(ctx context.Context) (Record, bool, error) {
 	}
 }
 
-// finish completes the leader's call with its outcome: the claim
+// complete completes the leader's call with its outcome: the claim
 // DynamoDB holds after its delivery (res, or a key reuse's stored claim),
 // if the delivery settled it. A delivery that failed leaves nothing known,
 // and the deliveries waiting for it run on their own.
-func (c *keyCall) finish(res Result, err error) {
+func (c *keyCall) complete(res Result, err error) {
 	if rec, ok := claimOf(res, err); ok {
 		// A copy: the leader's caller may change its Result once it has
 		// it, while a waiting delivery reads this.
@@ -90,16 +90,16 @@ func (c *keyCall) finish(res Result, err error) {
 	if c.in.calls[c.key] == c {
 		delete(c.in.calls, c.key)
 	}
-	c.complete = true
+	c.completed = true
 	if c.done != nil {
 		close(c.done)
 	}
 }
 
-// finishUnlessDone completes a call its leader left without an outcome.
-func (c *keyCall) finishUnlessDone() {
-	if !c.complete { // only its leader writes it
-		c.finish(Result{}, errNoOutcome)
+// completeIfLeft completes a call its leader left without an outcome.
+func (c *keyCall) completeIfLeft() {
+	if !c.completed { // only its leader writes it
+		c.complete(Result{}, errNoOutcome)
 	}
 }
 

@@ -69,7 +69,7 @@ type Lease struct {
 	// earlier one.
 	ClaimedAt time.Time
 
-	id string // names the lease in the claim, for its release and its commit
+	leaseID string // names the lease in the claim, for its release and its commit
 }
 
 // StepKey is the key to forward for one of several calls the handler
@@ -163,23 +163,23 @@ func (s *Store) runLeased(d *delivery, o LeaseOptions) {
 	eff, err := runHandler(hctx, d.msg, key, d.h)
 	cancel()
 	now := s.opts.Now()
-	d.claim = s.newClaim(d.key, lease.ClaimedAt, traceParent(d.ctx))
+	d.claim = s.newClaim(d.key, lease.ClaimedAt, traceContext(d.ctx))
 	d.claim.ExpiresAt = now.Add(s.opts.retention())
 	if err == nil {
 		err = s.checkEffect(d, &eff, now)
 	}
 	if err != nil {
-		s.release(d.ctx, key, lease.id)
+		s.release(d.ctx, key, lease.leaseID)
 		d.err = err
 		return
 	}
-	d.claim.Outcome, d.claim.Response, d.claim.Token, d.claim.lease = Processed, eff.Response, lease.Token, lease.id
+	d.claim.Outcome, d.claim.Response, d.claim.Token, d.claim.lease = Processed, eff.Response, lease.Token, lease.leaseID
 	d.eff, d.tx.kind = eff, underLease
 	s.commit(d.ctx, []*delivery{d}, false)
 	if d.err != nil && !errors.Is(d.err, ErrFenced) {
 		// Safe even if the commit went through with its answer lost: the
 		// release applies only to a claim still pending under this lease.
-		s.release(d.ctx, key, lease.id)
+		s.release(d.ctx, key, lease.leaseID)
 	}
 }
 
@@ -204,7 +204,7 @@ func (s *Store) acquire(d *delivery, o LeaseOptions) (Lease, Result, error) {
 			return Lease{}, Result{}, err
 		}
 		if ours {
-			return Lease{Key: k.name, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, Result{}, nil
+			return Lease{Key: k.name, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt, leaseID: leaseID}, Result{}, nil
 		}
 		res, err := answerFrom(k, stored)
 		var lh *LeaseHeldError
@@ -294,12 +294,12 @@ func (s *Store) takeOverLease(ctx context.Context, client UpdateItemAPI, stored 
 		return err
 	})
 	if err == nil {
-		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, true, nil
+		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt, leaseID: leaseID}, true, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if now := s.decodeRecord(ccf.Item); now.Outcome == Pending && now.lease == leaseID { // a resend, as in readForLease
-			return Lease{Key: stored.Key, Token: now.Token, Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, true, nil
+			return Lease{Key: stored.Key, Token: now.Token, Until: until, ClaimedAt: stored.ClaimedAt, leaseID: leaseID}, true, nil
 		}
 		return Lease{}, false, nil
 	}

@@ -23,8 +23,8 @@ import (
 // is conditional, so that a key another Store's claim holds (Stores that
 // share a table without distinct prefixes) fails the transaction instead
 // of overwriting the claim.
-func (s *Store) outboxKey(id string) string {
-	return s.opts.KeyPrefix + "#outbox#" + id
+func (s *Store) outboxKey(itemID string) string {
+	return s.opts.KeyPrefix + "#outbox#" + itemID
 }
 
 // addOutbox appends eff.Messages to eff.Writes as outbox items of the
@@ -46,13 +46,13 @@ func (s *Store) addOutbox(rec Record, keyItem map[string]types.AttributeValue, e
 		if err := wire.CheckMessage(wire.Message{Destination: m.Destination, Type: m.Type, Body: m.Body, GroupID: m.GroupID, Attributes: m.Attributes}, maxOutgoingBytes); err != nil {
 			return &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("outgoing message %d: %v", i, err)}
 		}
-		id := wire.ID(s.table, rec.Key, rec.ClaimedAt, i)
+		itemID := wire.ID(s.table, rec.Key, rec.ClaimedAt, i)
 		// The claim's key, its partition key value the item's own.
 		item := maps.Clone(keyItem)
-		item[a.Key] = &types.AttributeValueMemberS{Value: s.outboxKey(id)}
+		item[a.Key] = &types.AttributeValueMemberS{Value: s.outboxKey(itemID)}
 		str := func(name, v string) { item[name] = &types.AttributeValueMemberS{Value: v} }
 		str(wire.KindAttr, wire.Kind)
-		str(wire.IDAttr, id)
+		str(wire.IDAttr, itemID)
 		str(wire.DestinationAttr, m.Destination)
 		str(wire.BodyAttr, m.Body)
 		str(wire.ClaimAttr, rec.Key)
@@ -95,11 +95,11 @@ func outboxID(w types.TransactWriteItem) string {
 		return ""
 	}
 	kind, _ := w.Put.Item[wire.KindAttr].(*types.AttributeValueMemberS)
-	id, _ := w.Put.Item[wire.IDAttr].(*types.AttributeValueMemberS)
-	if kind == nil || kind.Value != wire.Kind || id == nil {
+	idAttr, _ := w.Put.Item[wire.IDAttr].(*types.AttributeValueMemberS)
+	if kind == nil || kind.Value != wire.Kind || idAttr == nil {
 		return ""
 	}
-	return id.Value
+	return idAttr.Value
 }
 
 // isOutboxItem says whether a stored item is an outbox item.

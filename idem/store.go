@@ -42,7 +42,7 @@ type Store struct {
 	opts      Options
 	obs       observer
 	cache     *cache // nil without Options.CacheSize
-	inflight  inflight
+	calls     keyCalls
 	items     itemLocks    // the items this Store's transactions are writing
 	rates     *rates       // each sender's recent duplicates, for ReadFirstAbove
 	settled   *settledKeys // keys whose claims this Store saw settled

@@ -178,10 +178,10 @@ func endCall(span trace.Span, err error) {
 	span.End()
 }
 
-// traceParent is the W3C traceparent of ctx's span (version 00), stored
+// traceContext is the W3C traceparent of ctx's span (version 00), stored
 // with the outgoing messages a delivery commits, or "" when none is
 // sampled.
-func traceParent(ctx context.Context) string {
+func traceContext(ctx context.Context) string {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsSampled() {
 		return ""
