@@ -6,15 +6,13 @@ import (
 	"time"
 )
 
-// A delivery is one message on its way through a Store. Process,
-// ProcessBatch and ProcessLeased take their deliveries along one way,
-// in modes: each is identified (its claim key, claim.go); answered from
-// what this process knows of its key, if it can be (the cache,
-// cache.go; another delivery of the key running here, inflight.go) or
-// from a read of its claim (read.go); else its handler runs and describes
-// the effect (effect.go), which commits with the claim in one
-// transaction (commit.go), under a lease in lease mode (lease.go); last,
-// the outcome is logged, counted and traced (outcome.go).
+// A delivery is one message on its way through a Store: identified by
+// the key it claims; answered from what this process knows of the key
+// (the cache, another delivery of the key running here) or from a read of
+// its claim; else its handler describes the effect, which commits with
+// the claim in one transaction (under a lease in lease mode); last, its
+// outcome is settled: logged, counted and traced. Process, ProcessBatch
+// and ProcessLeased take their deliveries along this one way, in modes.
 type delivery struct {
 	ctx   context.Context // its own: its span's
 	msg   Message

@@ -39,8 +39,6 @@ type Effect struct {
 	// nothing recorded. When nil, the rejection is returned as a
 	// *RejectedError and nothing is recorded.
 	Rejected func(*RejectedError) ([]byte, error)
-
-	items []target // the items Writes touch, as checkEffect found them (itemlock.go)
 }
 
 // Handler reads a message and describes its effect. It must not write to
@@ -135,13 +133,11 @@ func runHandler(ctx context.Context, msg Message, key string, h Handler) (Effect
 
 // checkEffect makes eff's outgoing messages outbox items of d's claim,
 // written at now, and refuses what DynamoDB or the relay would of it
-// (validate, limits.go).
+// (validate).
 func (s *Store) checkEffect(d *delivery, eff *Effect, now time.Time) error {
 	own := len(eff.Writes)
 	if err := s.addOutbox(d.claim, d.key.item, eff, now); err != nil {
 		return err
 	}
-	items, err := s.validate(d.key, *eff, own)
-	eff.items = items
-	return err
+	return s.validate(d.key, *eff, own)
 }

@@ -18,10 +18,8 @@ import (
 // a table or with two operations, two writes on one item, a response or a
 // transaction over its limit. The effect's writes are the handler's own
 // first (own of them), then its outgoing messages' outbox items
-// (addOutbox). items are the items the handler's own writes touch, as far
-// as their keys tell (a Put on a table no other write names goes
-// without).
-func (s *Store) validate(k claimKey, eff Effect, own int) (items []target, err error) {
+// (addOutbox).
+func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
 	key := k.name
 	// A nil AttributeValue (a typed nil pointer, say) would panic while
 	// the writes are measured; it is the handler's input, so an error,
@@ -41,12 +39,12 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (items []target, err e
 	}
 	if n := len(eff.Writes) + 1; n > maxTransactItems {
 		if own < len(eff.Writes) {
-			return nil, bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
+			return bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
 		}
-		return nil, bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
+		return bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
 	}
 	if len(eff.Response) > s.opts.MaxResponseBytes {
-		return nil, bad("response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(eff.Response), s.opts.MaxResponseBytes)
+		return bad("response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(eff.Response), s.opts.MaxResponseBytes)
 	}
 	// Key attribute names per table, as far as this transaction tells them:
 	// the claim table's from the options, others from their writes' Keys.
@@ -60,9 +58,9 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (items []target, err e
 		table, k, n, err := describeWrite(w)
 		if err != nil {
 			if t := writeTable(w); t != "" {
-				return nil, bad("effect write %d on %s: %v", i, t, err)
+				return bad("effect write %d on %s: %v", i, t, err)
 			}
-			return nil, bad("effect write %d: %v", i, err)
+			return bad("effect write %d: %v", i, err)
 		}
 		size += n
 		if k == nil {
@@ -70,13 +68,13 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (items []target, err e
 			continue
 		}
 		if name := emptyKeyValue(k); name != "" {
-			return nil, bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
+			return bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
 		}
 		if _, ok := keyAttrs[table]; !ok {
 			keyAttrs[table] = sortedNames(k)
 		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, i := range puts {
@@ -84,7 +82,7 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (items []target, err e
 		p := eff.Writes[i].Put
 		table := aws.ToString(p.TableName)
 		if n := itemSize(p.Item); n > maxItemBytes {
-			return nil, bad("effect write %d on %s puts an item of %d bytes; DynamoDB allows %d", i, table, n, maxItemBytes)
+			return bad("effect write %d on %s puts an item of %d bytes; DynamoDB allows %d", i, table, n, maxItemBytes)
 		}
 		names, ok := keyAttrs[table]
 		if !ok {
@@ -97,24 +95,19 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (items []target, err e
 			}
 		}
 		if len(k) != len(names) {
-			return nil, bad("effect write %d on %s puts an item without its key attributes %v", i, table, names)
+			return bad("effect write %d on %s puts an item without its key attributes %v", i, table, names)
 		}
 		if name := emptyKeyValue(k); name != "" {
-			return nil, bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
+			return bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
 		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if size > maxTransactBytes {
-		return nil, bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
+		return bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
 	}
-	for t, i := range seen {
-		if i >= 0 && i < own { // the claim's key is its delivery's own (coalesce.go), an outbox item's new
-			items = append(items, t)
-		}
-	}
-	return items, nil
+	return nil
 }
 
 // How DynamoDB names and measures the items of a transaction, as

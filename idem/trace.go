@@ -28,8 +28,8 @@ import (
 // user installs one; child spans follow their delivery's: when it is not
 // recorded (sampled out), neither are they, as the SDK's default
 // parent-based sampler would decide. A delivery's span starts with it
-// (startDelivery, process.go) and ends with its outcome (deliveryTrace.end,
-// outcome.go); here is what they share, and the calls' spans.
+// (startDelivery) and ends with its outcome (deliveryTrace.end); here is
+// what they share, and the calls' spans.
 
 const tracerName = "github.com/idemkit/kit/idem"
 
