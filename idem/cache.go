@@ -2,6 +2,7 @@ package idem
 
 import (
 	"container/list"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -70,12 +71,70 @@ func (c *cache) put(rec Record) {
 	}
 }
 
-// cacheSettled remembers the claim a delivery committed, or found, when
-// its outcome tells it (settledClaim): its key among the keys settled
-// here (readfirst.go), and the claim in the cache, if there is one.
-func (s *Store) cacheSettled(res Result, err error) {
-	if rec, ok := settledClaim(res, err); ok {
+// remember keeps the claim a delivery committed, or found, when its
+// outcome tells it (claimOf): its key among the keys settled here, and the
+// claim in the cache, if there is one.
+func (s *Store) remember(res Result, err error) {
+	if rec, ok := claimOf(res, err); ok {
 		s.settled.add(rec)
 		s.cache.put(rec)
 	}
+}
+
+// settledKeys remembers, as hashes, the last keys whose claims this Store
+// saw settled (committed, or found committed), each until its claim
+// expires, so that a redelivery to the same environment reads its claim
+// instead of paying a cancelled transaction. Only the way is chosen from
+// it: DynamoDB's answer decides, so a hash that collides, or a claim
+// deleted since, costs at most a read.
+type settledKeys struct {
+	mu   sync.Mutex
+	seed maphash.Seed
+	at   map[uint64]int // hash → its place in ring
+	ring []settledKey
+	next int
+}
+
+type settledKey struct {
+	hash    uint64
+	expires int64 // the claim's ExpiresAt, epoch seconds
+}
+
+// settledKeysKept is how many keys a Store remembers: about 130 KB, and
+// several minutes of a busy sender's messages.
+const settledKeysKept = 4096
+
+func newSettledKeys() *settledKeys {
+	return &settledKeys{seed: maphash.MakeSeed(), at: make(map[uint64]int, settledKeysKept), ring: make([]settledKey, 0, settledKeysKept)}
+}
+
+// has says whether key's claim was seen settled here and is unexpired at
+// now.
+func (k *settledKeys) has(key string, now time.Time) bool {
+	h := maphash.String(k.seed, key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	i, ok := k.at[h]
+	return ok && now.Unix() < k.ring[i].expires
+}
+
+// add remembers rec's key until rec expires.
+func (k *settledKeys) add(rec Record) {
+	e := settledKey{maphash.String(k.seed, rec.Key), rec.ExpiresAt.Unix()}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if i, ok := k.at[e.hash]; ok {
+		k.ring[i] = e
+		return
+	}
+	if len(k.ring) < settledKeysKept {
+		k.at[e.hash] = len(k.ring)
+		k.ring = append(k.ring, e)
+		return
+	}
+	if old := k.ring[k.next].hash; k.at[old] == k.next {
+		delete(k.at, old)
+	}
+	k.ring[k.next], k.at[e.hash] = e, k.next
+	k.next = (k.next + 1) % settledKeysKept
 }

@@ -2,15 +2,15 @@ package idem
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemkit/kit/idem/internal/wire"
 )
 
 // The effect a handler describes: its writes, its outgoing messages (the
-// transactional outbox's items) and its response. run.go checks it
-// before anything is sent; transact.go commits it.
+// transactional outbox's items, outbox.go) and its response; checked
+// against what DynamoDB allows before anything is sent (limits.go), then
+// committed with its claim (commit.go).
 
 // Effect describes what a message does, as DynamoDB writes the kit commits
 // together with the message's claim.
@@ -39,8 +39,6 @@ type Effect struct {
 	// nothing recorded. When nil, the rejection is returned as a
 	// *RejectedError and nothing is recorded.
 	Rejected func(*RejectedError) ([]byte, error)
-
-	items []target // the items Writes touch, as checkEffect found them (itemlock.go)
 }
 
 // Handler reads a message and describes its effect. It must not write to
@@ -99,21 +97,47 @@ type OutgoingMessage struct {
 // maxOutgoingBytes bounds an OutgoingMessage (its Body's doc).
 const maxOutgoingBytes = 256 << 10
 
-// outboxID is the id of the outbox item w puts, or "" when w is none.
-func outboxID(w types.TransactWriteItem) string {
-	if w.Put == nil {
-		return ""
+// prepare runs d's handler and checks the effect it describes, to commit
+// with d's claim; false when there is nothing to commit, d's error set.
+func (s *Store) prepare(d *delivery) bool {
+	eff, err := runHandler(withMessage(d.ctx, d.msg), d.msg, d.key.name, d.h)
+	if err == nil {
+		now := s.opts.Now()
+		d.claim = s.newClaim(d.key, now, traceContext(d.ctx))
+		err = s.checkEffect(d, &eff, now)
 	}
-	kind, _ := w.Put.Item[wire.KindAttr].(*types.AttributeValueMemberS)
-	id, _ := w.Put.Item[wire.IDAttr].(*types.AttributeValueMemberS)
-	if kind == nil || kind.Value != wire.Kind || id == nil {
-		return ""
+	if err != nil {
+		d.err = err
+		return false
 	}
-	return id.Value
+	d.claim.Outcome, d.claim.Response, d.eff = Processed, eff.Response, eff
+	return true
 }
 
-// isOutboxItem says whether a stored item is an outbox item.
-func isOutboxItem(item map[string]types.AttributeValue) bool {
-	kind, _ := item[wire.KindAttr].(*types.AttributeValueMemberS)
-	return kind != nil && kind.Value == wire.Kind
+// runHandler runs h, a panic in it a *PanicError.
+func runHandler(ctx context.Context, msg Message, key string, h Handler) (Effect, error) {
+	if h == nil {
+		return Effect{}, &InvalidError{Key: key, Reason: "nil handler"}
+	}
+	var eff Effect
+	var herr error
+	if p := recoverPanic("the handler", func() { eff, herr = h(ctx, msg) }); p != nil {
+		p.Key = key
+		return Effect{}, p
+	}
+	if herr != nil {
+		return Effect{}, &HandlerError{Key: key, Err: herr}
+	}
+	return eff, nil
+}
+
+// checkEffect makes eff's outgoing messages outbox items of d's claim,
+// written at now, and refuses what DynamoDB or the relay would of it
+// (validate).
+func (s *Store) checkEffect(d *delivery, eff *Effect, now time.Time) error {
+	own := len(eff.Writes)
+	if err := s.addOutbox(d.claim, d.key.item, eff, now); err != nil {
+		return err
+	}
+	return s.validate(d.key, *eff, own)
 }

@@ -3,13 +3,14 @@ package idem
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // Sentinels matched with errors.Is; each typed error below matches one.
@@ -196,13 +197,10 @@ func (e *PanicError) Unwrap() error {
 // callback, with its stack, for the caller to name the delivery in (its
 // Key): every callback the kit calls fails one delivery, never the
 // process.
-func recoverPanic(callback string, fn func()) (p *PanicError) {
-	defer func() {
-		if v := recover(); v != nil {
-			p = &PanicError{Callback: callback, Value: v, Stack: debug.Stack()}
-		}
-	}()
-	fn()
+func recoverPanic(callback string, fn func()) *PanicError {
+	if v, stack, panicked := seam.Recover(fn); panicked {
+		return &PanicError{Callback: callback, Value: v, Stack: stack}
+	}
 	return nil
 }
 

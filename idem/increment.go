@@ -148,13 +148,13 @@ func (d decimal) format() (string, bool) {
 	return digits, true
 }
 
-// sharedIncrements are, of a transaction's entries, the items that more
+// sharedIncrements are, of a transaction's deliveries, the items that more
 // than one of them increments: each becomes one action.
-func sharedIncrements(es []*entry) map[target]bool {
+func sharedIncrements(ds []*delivery) map[target]bool {
 	count := map[target]int{}
-	for _, e := range es {
-		for j, t := range e.targets {
-			if e.incs[j] != nil {
+	for _, d := range ds {
+		for j, t := range d.tx.targets {
+			if d.tx.incs[j] != nil {
 				count[t]++
 			}
 		}

@@ -69,7 +69,7 @@ type Lease struct {
 	// earlier one.
 	ClaimedAt time.Time
 
-	id string // names the lease in the claim, for its release and its commit
+	leaseID string // names the lease in the claim, for its release and its commit
 }
 
 // StepKey is the key to forward for one of several calls the handler
@@ -134,90 +134,60 @@ func (s *Store) ProcessLeased(ctx context.Context, msg Message, h Handler, optFn
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	msg = withTenant(ctx, msg)
-	ctx, t := s.startDelivery(ctx, msg, -1)
-	defer t.endAfterPanic()
-	id, err := s.identify(msg)
-	class := s.classOf(msg, id.Key)
-	res, err := s.processLeased(ctx, msg, id, err, h, o)
-	s.rates.count(class, res, err)
-	s.settle(ctx, t, msg, id, res, err)
-	return res, err
-}
-
-func (s *Store) processLeased(ctx context.Context, msg Message, id Record, err error, h Handler, o LeaseOptions) (Result, error) {
-	if err != nil {
-		return Result{}, err
-	}
-	key := id.Key
-	if err := s.checkLease(o); err != nil {
-		return Result{}, &InvalidError{Key: key, Reason: err.Error()}
+	d := s.begin(ctx, msg, h, -1)
+	defer d.trace.endAfterPanic()
+	if err := s.checkLease(o); d.err == nil && err != nil {
+		d.err = &InvalidError{Key: d.key.name, Reason: err.Error()}
 	}
 	o.setDefaults()
-	if stored, ok := s.cache.get(id.Key, s.opts.Now()); ok {
-		return s.answerKnown(msg, id, stored)
-	}
 	// A delivery of the key in flight in this process holds its lease, or
-	// is taking it: wait for it rather than fail with the lease held.
-	lead, stored, found, err := s.leadOrWait(ctx, id)
-	switch {
-	case err != nil:
-		return Result{}, err
-	case found:
-		return s.answerKnown(msg, id, stored)
-	}
-	defer lead.finishUnlessDone()
-	res, err := s.runLeased(ctx, msg, id, h, o)
-	lead.finish(res, err)
-	return res, err
+	// is taking it: d waits for it rather than fail with the lease held.
+	s.deliver(ctx, []*delivery{d}, mode{lease: &o})
+	return d.res, d.err
 }
 
-// runLeased takes a lease on id's key, runs h under it and commits its
-// effect on the lease's token.
-func (s *Store) runLeased(ctx context.Context, msg Message, id Record, h Handler, o LeaseOptions) (Result, error) {
-	key := id.Key
-	if err := s.checkTable(ctx, key); err != nil {
-		return Result{}, err
+// runLeased takes a lease on d's key, runs d's handler under it and
+// commits the effect on the lease's token.
+func (s *Store) runLeased(d *delivery, o LeaseOptions) {
+	key := d.key.name
+	if d.err = s.checkTable(d.ctx, key); d.err != nil {
+		return
 	}
-	lease, res, err := s.acquire(ctx, id, o)
-	if err != nil {
-		return Result{}, err
-	}
-	if lease.Token == 0 { // the message was processed before
-		if err := replay(msg, key, res.Record); err != nil {
-			return Result{}, err
-		}
-		return res, nil
+	lease, res, err := s.acquire(d, o)
+	if err != nil || lease.Token == 0 { // a failure, or the message processed before
+		d.res, d.err = res, err
+		return
 	}
 	// By the Store's clock, as the lease's end is.
-	hctx, cancel := context.WithTimeout(context.WithValue(withDelivery(ctx, msg, key), leaseKey{}, lease), lease.Until.Sub(s.opts.Now()))
-	eff, err := runHandler(hctx, msg, key, h)
+	hctx, cancel := context.WithTimeout(context.WithValue(withMessage(d.ctx, d.msg), leaseKey{}, lease), lease.Until.Sub(s.opts.Now()))
+	eff, err := runHandler(hctx, d.msg, key, d.h)
 	cancel()
 	now := s.opts.Now()
-	rec := id
-	rec.ClaimedAt, rec.ExpiresAt, rec.traceparent = lease.ClaimedAt, now.Add(s.opts.retention()), traceParent(ctx)
+	d.claim = s.newClaim(d.key, lease.ClaimedAt, traceContext(d.ctx))
+	d.claim.ExpiresAt = now.Add(s.opts.retention())
 	if err == nil {
-		err = s.checkEffect(rec, &eff, now)
+		err = s.checkEffect(d, &eff, now)
 	}
 	if err != nil {
-		s.release(ctx, key, lease.id)
-		return Result{}, err
+		s.release(d.ctx, key, lease.leaseID)
+		d.err = err
+		return
 	}
-	rec.Outcome, rec.Response, rec.Token, rec.lease = Processed, eff.Response, lease.Token, lease.id
-	res, err = s.commitOrReject(ctx, claimAction{s.fencedClaim, s.fenced}, rec, eff)
-	s.cacheSettled(res, err)
-	if err != nil && !errors.Is(err, ErrFenced) {
+	d.claim.Outcome, d.claim.Response, d.claim.Token, d.claim.lease = Processed, eff.Response, lease.Token, lease.leaseID
+	d.eff, d.tx.kind = eff, underLease
+	s.commit(d.ctx, []*delivery{d}, false)
+	if d.err != nil && !errors.Is(d.err, ErrFenced) {
 		// Safe even if the commit went through with its answer lost: the
 		// release applies only to a claim still pending under this lease.
-		s.release(ctx, key, lease.id)
+		s.release(d.ctx, key, lease.leaseID)
 	}
-	return res, err
 }
 
-// acquire takes a lease on id's key: a new claim, or the takeover of a
+// acquire takes a lease on d's key: a new claim, or the takeover of a
 // pending one whose lease has ended. A Token of 0 means the message was
 // processed before, and res is its Duplicate.
-func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, Result, error) {
+func (s *Store) acquire(d *delivery, o LeaseOptions) (Lease, Result, error) {
+	ctx, k := d.ctx, d.key
 	client := s.updater    // checkLease saw to it
 	leaseID := rand.Text() // this delivery's own: what its release and commit name
 	for attempt := 1; ; attempt++ {
@@ -227,34 +197,33 @@ func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, 
 			until = deadline.Add(-max(o.Reserve, 0))
 		}
 		if until.Sub(now) < minLease {
-			return Lease{}, Result{}, &RetryableError{Key: id.Key, Err: fmt.Errorf("less than %v left for a lease before the deadline: %w", minLease, context.DeadlineExceeded)}
+			return Lease{}, Result{}, &RetryableError{Key: k.name, Err: fmt.Errorf("less than %v left for a lease before the deadline: %w", minLease, context.DeadlineExceeded)}
 		}
-		stored, ours, err := s.readForLease(ctx, client, id, now, until, leaseID)
+		stored, ours, err := s.readForLease(ctx, client, k, now, until, leaseID)
 		if err != nil {
 			return Lease{}, Result{}, err
 		}
 		if ours {
-			return Lease{Key: id.Key, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, Result{}, nil
+			return Lease{Key: k.name, Token: stored.Token, Until: until, ClaimedAt: stored.ClaimedAt, leaseID: leaseID}, Result{}, nil
 		}
-		res, err := s.storedAnswer(id, stored)
+		res, err := answerFrom(k, stored)
 		var lh *LeaseHeldError
 		switch {
 		case err == nil: // processed before
-			s.cacheSettled(res, nil)
 			return Lease{}, res, nil
 		case !errors.As(err, &lh):
 			return Lease{}, Result{}, err
 		case !lh.ended(now):
 			return Lease{}, Result{}, err
 		case until.Sub(stored.ClaimedAt) > o.KeyLifetime: // the call could come after the key is forgotten
-			return Lease{}, Result{}, &StaleLeaseError{Key: id.Key, ClaimedAt: stored.ClaimedAt, KeyLifetime: o.KeyLifetime}
+			return Lease{}, Result{}, &StaleLeaseError{Key: k.name, ClaimedAt: stored.ClaimedAt, KeyLifetime: o.KeyLifetime}
 		}
-		lease, taken, err := s.takeOver(ctx, client, stored, until, leaseID)
+		lease, taken, err := s.takeOverLease(ctx, client, stored, until, leaseID)
 		if err != nil || taken {
 			return lease, Result{}, err
 		}
 		if attempt >= s.opts.MaxAttempts { // each attempt lost a race to another taker
-			return Lease{}, Result{}, &RetryableError{Key: id.Key, Attempts: attempt, Err: errors.New("the claim changed under each takeover")}
+			return Lease{}, Result{}, &RetryableError{Key: k.name, Attempts: attempt, Err: errors.New("the claim changed under each takeover")}
 		}
 	}
 }
@@ -263,29 +232,6 @@ func (s *Store) acquire(ctx context.Context, id Record, o LeaseOptions) (Lease, 
 // claim: retry after its lease, and the skew.
 func held(key string, stored Record) *LeaseHeldError {
 	return &LeaseHeldError{Key: key, Until: stored.LeaseUntil.Add(takeoverSkew), stored: stored}
-}
-
-// takeover claims the key of stored, a pending claim whose lease ended,
-// for a delivery that calls nothing out (Process, ProcessBatch): its Put
-// replaces the claim on the condition that it is still that claim, under
-// that lease; a claim gone meanwhile (deleted by hand, or by TTL) is a
-// retry, which claims afresh.
-func (s *Store) takeover(stored Record) claimAction {
-	return claimAction{
-		put: func(rec Record) types.TransactWriteItem { return s.takeoverClaim(rec, stored) },
-		failed: func(rec Record, item map[string]types.AttributeValue) (Result, error) {
-			if len(item) == 0 {
-				return Result{}, &RetryableError{Key: rec.Key, Attempts: 1, Err: errors.New("the pending claim to take over is gone; the retry claims afresh")}
-			}
-			return s.claimFailed(rec, item)
-		},
-	}
-}
-
-// fenced is what a failed condition on a lease's commit means: whatever
-// holds the key now, it is not this lease.
-func (s *Store) fenced(rec Record, item map[string]types.AttributeValue) (Result, error) {
-	return Result{}, &FencedError{Key: rec.Key, Token: rec.Token, Stored: s.decodeRecord(item)}
 }
 
 // minLease is the shortest lease taken: with less time left before the
@@ -297,26 +243,26 @@ const minLease = time.Second
 // and environments' clocks agree to well within it.
 const takeoverSkew = time.Second
 
-// readForLease claims id's key as pending under leaseID (ours), or, when
+// readForLease claims k's key as pending under leaseID (ours), or, when
 // a record holds it, returns that record.
-func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Record, now, until time.Time, leaseID string) (Record, bool, error) {
+func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, k claimKey, now, until time.Time, leaseID string) (Record, bool, error) {
 	var sent sendLog
-	in := s.newClaim(id, now, until, leaseID)
+	in := s.pendingClaim(k, now, until, leaseID)
 	var out *dynamodb.UpdateItemOutput
 	err := s.retryContention(ctx, func() (err error) {
 		out, err = s.updateItem(ctx, client, in, &sent)
 		return err
 	})
 	if err == nil {
-		rec := id
-		rec.ClaimedAt, rec.Outcome, rec.LeaseUntil, rec.lease = now, Pending, until, leaseID
+		rec := s.newClaim(k, now, "")
+		rec.Outcome, rec.LeaseUntil, rec.lease = Pending, until, leaseID
 		rec.Token = number(out.Attributes[s.opts.Attributes.Token])
 		return rec, true, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if isOutboxItem(ccf.Item) {
-			return Record{}, false, errOutboxKey(id.Key)
+			return Record{}, false, errOutboxKey(k.name)
 		}
 		// Our own claim, when an SDK resend follows a first send that
 		// applied with its answer lost.
@@ -324,22 +270,22 @@ func (s *Store) readForLease(ctx context.Context, client UpdateItemAPI, id Recor
 		return stored, stored.Outcome == Pending && stored.lease == leaseID, nil
 	}
 	if isNotFound(err) { // the lease's UpdateItem names the claims table alone
-		return Record{}, false, &TableNotFoundError{Key: id.Key, Tables: []string{s.table}, Claims: true, Region: s.region, Err: err}
+		return Record{}, false, &TableNotFoundError{Key: k.name, Tables: []string{s.table}, Claims: true, Region: s.region, Err: err}
 	}
 	contended := isContention(err) // refused: nothing was taken
-	err = callError(id.Key, "the lease", err, &sent)
+	err = callError(k.name, "the lease", err, &sent)
 	if errors.Is(err, ErrRetryable) && !contended {
 		// The lease may have been taken with its answer lost: release it,
 		// or the redelivery would wait it out.
-		s.release(ctx, id.Key, leaseID)
+		s.release(ctx, k.name, leaseID)
 	}
 	return Record{}, false, err
 }
 
-// takeOver takes the lease of stored, a pending claim whose lease ended,
+// takeOverLease takes the lease of stored, a pending claim whose lease ended,
 // under leaseID; taken is false when another delivery changed the claim
 // first.
-func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Record, until time.Time, leaseID string) (Lease, bool, error) {
+func (s *Store) takeOverLease(ctx context.Context, client UpdateItemAPI, stored Record, until time.Time, leaseID string) (Lease, bool, error) {
 	var sent sendLog
 	in := s.takeOverInput(stored, until, leaseID)
 	var out *dynamodb.UpdateItemOutput
@@ -348,12 +294,12 @@ func (s *Store) takeOver(ctx context.Context, client UpdateItemAPI, stored Recor
 		return err
 	})
 	if err == nil {
-		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, true, nil
+		return Lease{Key: stored.Key, Token: number(out.Attributes[s.opts.Attributes.Token]), Until: until, ClaimedAt: stored.ClaimedAt, leaseID: leaseID}, true, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if now := s.decodeRecord(ccf.Item); now.Outcome == Pending && now.lease == leaseID { // a resend, as in readForLease
-			return Lease{Key: stored.Key, Token: now.Token, Until: until, ClaimedAt: stored.ClaimedAt, id: leaseID}, true, nil
+			return Lease{Key: stored.Key, Token: now.Token, Until: until, ClaimedAt: stored.ClaimedAt, leaseID: leaseID}, true, nil
 		}
 		return Lease{}, false, nil
 	}

@@ -20,7 +20,7 @@ import (
 // every mode, pending or not, as in Process. The token is added to the
 // expired record's, so that it still grows. Its answer holds the new
 // token.
-func (s *Store) newClaim(id Record, now, until time.Time, leaseID string) *dynamodb.UpdateItemInput {
+func (s *Store) pendingClaim(k claimKey, now, until time.Time, leaseID string) *dynamodb.UpdateItemInput {
 	a := s.opts.Attributes
 	set := "SET #c = :c, #e = :e, #s = :s, #f = :f, #o = :pending, #l = :until, #i = :lease"
 	remove := " REMOVE #r"
@@ -29,23 +29,23 @@ func (s *Store) newClaim(id Record, now, until time.Time, leaseID string) *dynam
 	values := map[string]types.AttributeValue{
 		":c":       &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
 		":e":       &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(s.opts.retention()).Unix(), 10)},
-		":s":       &types.AttributeValueMemberS{Value: id.Source},
-		":f":       &types.AttributeValueMemberS{Value: id.Fingerprint},
+		":s":       &types.AttributeValueMemberS{Value: k.source},
+		":f":       &types.AttributeValueMemberS{Value: k.fingerprint},
 		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
 		":until":   millis(until),
 		":lease":   &types.AttributeValueMemberS{Value: leaseID},
 		":one":     &types.AttributeValueMemberN{Value: "1"},
 		":now":     &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
 	}
-	if id.PayloadDigest != id.Fingerprint {
+	if k.digest != k.fingerprint {
 		set += ", #d = :d"
-		values[":d"] = &types.AttributeValueMemberS{Value: id.PayloadDigest}
+		values[":d"] = &types.AttributeValueMemberS{Value: k.digest}
 	} else {
 		remove += ", #d" // an expired record's, if it had one
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           &s.table,
-		Key:                                 s.keyItem(id.Key),
+		Key:                                 k.item,
 		UpdateExpression:                    aws.String(set + " ADD #t :one" + remove),
 		ConditionExpression:                 aws.String("attribute_not_exists(#k) OR #e < :now"),
 		ExpressionAttributeNames:            names,
@@ -94,50 +94,4 @@ func (s *Store) releaseInput(key, leaseID string) *dynamodb.UpdateItemInput {
 			":lease":   &types.AttributeValueMemberS{Value: leaseID},
 		},
 	}
-}
-
-// millis is t in epoch milliseconds, 0 for the zero time (a released
-// lease).
-func millis(t time.Time) types.AttributeValue {
-	var ms int64
-	if !t.IsZero() {
-		ms = t.UnixMilli()
-	}
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(ms, 10)}
-}
-
-// takeoverClaim is the Put of rec over stored, a pending claim whose lease
-// ended, on the condition that it is still that claim, under that lease.
-func (s *Store) takeoverClaim(rec, stored Record) types.TransactWriteItem {
-	a := s.opts.Attributes
-	cond := "#o = :pending AND #l = :was"
-	names := map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil}
-	values := map[string]types.AttributeValue{
-		":pending": &types.AttributeValueMemberS{Value: string(Pending)},
-		":was":     millis(stored.LeaseUntil),
-	}
-	if stored.lease != "" {
-		cond += " AND #i = :lease"
-		names["#i"] = a.LeaseID
-		values[":lease"] = &types.AttributeValueMemberS{Value: stored.lease}
-	}
-	w := s.put(rec, cond, names, values)
-	if stored.Token != 0 { // kept, so that a later lease's token is larger
-		w.Put.Item[s.opts.Attributes.Token] = &types.AttributeValueMemberN{Value: strconv.FormatInt(stored.Token, 10)}
-	}
-	return w
-}
-
-// fencedClaim is the Put that turns the pending claim of rec's lease into
-// rec: only while the claim is still pending under that lease, its id and
-// its token.
-func (s *Store) fencedClaim(rec Record) types.TransactWriteItem {
-	a := s.opts.Attributes
-	return s.put(rec, "#o = :pending AND #i = :lease AND #t = :token",
-		map[string]string{"#o": a.Outcome, "#i": a.LeaseID, "#t": a.Token},
-		map[string]types.AttributeValue{
-			":pending": &types.AttributeValueMemberS{Value: string(Pending)},
-			":lease":   &types.AttributeValueMemberS{Value: rec.lease},
-			":token":   &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Token, 10)},
-		})
 }

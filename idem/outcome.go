@@ -65,25 +65,6 @@ const (
 	Pending Outcome = "Pending"
 )
 
-// Result is a successful delivery's outcome.
-type Result struct {
-	// Outcome is Processed, Duplicate or Rejected.
-	Outcome Outcome
-	// Record is the claim record: the one just written, or, for a
-	// Duplicate, the stored one whose Response is to be replayed.
-	Record Record
-	// Rejection is the failed condition, when Outcome is Rejected.
-	Rejection *RejectedError
-	// PayloadChanged reports a Duplicate whose payload's bytes differ from
-	// the first delivery's, as they may only when Message.Fingerprint is
-	// set.
-	PayloadChanged bool
-	// Cached reports a Duplicate answered without a call: from the
-	// Store's cache (Options.CacheSize), or from another delivery of the
-	// message that ran at the same time in this process.
-	Cached bool
-}
-
 // An Observer is told of each delivery's outcome, once: when Process,
 // ProcessBatch or ProcessLeased has settled it, or an adapter has turned
 // it away before its claim. It runs on the delivery's goroutine after the outcome is decided, so
@@ -145,23 +126,22 @@ func (s *Store) report(ctx context.Context, outcome Outcome, msg Message, err er
 	msg = withTenant(ctx, msg)
 	key := ""
 	if msg.ID != "" {
-		key = s.claimKey(msg)
+		key = s.keyName(msg)
 	}
-	s.obs.record(ctx, outcome, msg, Record{Key: key}, Result{}, err)
+	s.obs.record(ctx, outcome, msg, claimKey{name: key}, Result{}, err)
 }
 
-// settle logs and counts a delivery's outcome, tells the Observers, and
-// ends its span (t) with it; id is the claim the delivery made, or would
-// have.
-func (s *Store) settle(ctx context.Context, t *deliveryTrace, msg Message, id Record, res Result, err error) {
-	s.obs.record(ctx, outcomeOf(res, err), msg, id, res, err)
-	t.end(id.Key, res, err)
+// settle ends a delivery: its outcome logged, told to the Observers, and
+// its span ended with it.
+func (s *Store) settle(d *delivery) {
+	s.obs.record(d.ctx, outcomeOf(d.res, d.err), d.msg, d.key, d.res, d.err)
+	d.trace.end(d.key.name, d.res, d.err)
 }
 
-// record writes the log record of a delivery whose claim is id (its Key
-// "" when the message had no id) and tells the Observers.
-func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, id Record, res Result, err error) {
-	key := id.Key
+// record writes the log record of a delivery of k (its name "" when the
+// message had no id) and tells the Observers.
+func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, k claimKey, res Result, err error) {
+	key := k.name
 	level := slog.LevelInfo
 	switch outcome {
 	case Processed:
@@ -187,7 +167,7 @@ func (o *observer) record(ctx context.Context, outcome Outcome, msg Message, id 
 			}
 			if res.PayloadChanged { // a provider's event rendered afresh: still the same event
 				attrs = append(attrs, slog.Bool("payloadChanged", true),
-					slog.String("payloadDigest", id.PayloadDigest), slog.String("storedPayloadDigest", res.Record.PayloadDigest))
+					slog.String("payloadDigest", k.digest), slog.String("storedPayloadDigest", res.Record.PayloadDigest))
 			}
 		}
 		o.log.LogAttrs(ctx, level, "idem: "+string(outcome), attrs...)

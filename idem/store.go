@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idemkit/kit/idem/internal/seam"
 )
 
 // TransactWriteAPI is the DynamoDB call every Store makes: the claim and
@@ -28,6 +30,8 @@ type GetItemAPI interface {
 // Store claims messages in a processed-ids table and commits their effects.
 // It is safe for concurrent use; build it once, outside the Lambda handler.
 type Store struct {
+	seamHandle // what the kit's own packages reach of it (internal/seam)
+
 	client    TransactWriteAPI
 	reader    GetItemAPI       // client's GetItem, or nil: no read first
 	updater   UpdateItemAPI    // client's UpdateItem, or nil: no lease
@@ -38,7 +42,7 @@ type Store struct {
 	opts      Options
 	obs       observer
 	cache     *cache // nil without Options.CacheSize
-	inflight  inflight
+	calls     keyCalls
 	items     itemLocks    // the items this Store's transactions are writing
 	rates     *rates       // each sender's recent duplicates, for ReadFirstAbove
 	settled   *settledKeys // keys whose claims this Store saw settled
@@ -50,6 +54,9 @@ type Store struct {
 	// the same for every claim: one map, which the SDK only reads.
 	claimNames map[string]string
 }
+
+// seamHandle is the Store's Handle (internal/seam), in its own types.
+type seamHandle = seam.Handle[Message, Outcome, Record, LeaseOptions]
 
 // maxRetentionDays keeps the retention far from time.Duration's limit
 // (about 106,751 days), past which an expiry would wrap into the past and
@@ -105,7 +112,19 @@ func New(client TransactWriteAPI, table string, optFns ...func(*Options)) (*Stor
 	reader, _ := client.(GetItemAPI)
 	updater, _ := client.(UpdateItemAPI)
 	describer, _ := client.(DescribeTableAPI)
-	return &Store{client: client, reader: reader, updater: updater, describer: describer, table: table, region: clientRegion(client), opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r, settled: newSettledKeys(),
+	s := &Store{client: client, reader: reader, updater: updater, describer: describer, table: table, region: clientRegion(client), opts: o, obs: newObserver(&o), cache: newCache(o.CacheSize), rates: r, settled: newSettledKeys(),
 		tracer: tp.Tracer(tracerName), keyNames: keyNames,
-		claimNames: map[string]string{"#k": o.Attributes.Key, "#e": o.Attributes.ExpiresAt}}, nil
+		claimNames: map[string]string{"#k": o.Attributes.Key, "#e": o.Attributes.ExpiresAt}}
+	s.seamHandle = seam.NewHandle(&seam.Core[Message, Outcome, Record, LeaseOptions]{
+		CheckSource: s.checkSource,
+		CheckTenant: checkTenant,
+		CheckLease:  s.checkLease,
+		Report:      s.report,
+		Now:         s.opts.Now,
+		Tracing:     s.tracing,
+		ClaimKey:    s.keyName,
+		Decode:      s.decodeRecord,
+		OutboxKey:   s.outboxKey,
+	})
+	return s, nil
 }

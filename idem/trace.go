@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -27,8 +28,8 @@ import (
 // user installs one; child spans follow their delivery's: when it is not
 // recorded (sampled out), neither are they, as the SDK's default
 // parent-based sampler would decide. A delivery's span starts with it
-// (startDelivery, process.go) and ends with its outcome (deliveryTrace.end,
-// outcome.go); here is what they share, and the calls' spans.
+// (startDelivery) and ends with its outcome (deliveryTrace.end); here is
+// what they share, and the calls' spans.
 
 const tracerName = "github.com/idemkit/kit/idem"
 
@@ -59,12 +60,91 @@ func (s *Store) tracing(ctx context.Context) bool {
 	return true
 }
 
+// deliveryTrace is what a delivery's span gathers on its way.
+type deliveryTrace struct {
+	span   trace.Span
+	sends  int
+	server bool // an HTTP server's span (a webhook's)
+	ended  bool
+}
+
+// traceKey carries a started delivery's trace (nil when it is not
+// traced), for the spans of its calls.
+type traceKey struct{}
+
+// withTrace is ctx marked as a started delivery's: its calls' spans are
+// t's children (none when t is nil), and the adapter's names for its span
+// are spent, so that a delivery made inside its handler takes neither its
+// name nor its trace.
+func withTrace(ctx context.Context, t *deliveryTrace) context.Context {
+	return seam.WithoutSpans(context.WithValue(ctx, traceKey{}, t))
+}
+
+// traceFrom is the trace of the delivery ctx belongs to, or nil.
+func traceFrom(ctx context.Context) *deliveryTrace {
+	t, _ := ctx.Value(traceKey{}).(*deliveryTrace)
+	return t
+}
+
+// startDelivery starts msg's span: named and attributed by the adapter
+// that received it (seam.WithSpan), else "process <source>", a child of the
+// message's own trace context when the adapter read one; batch is the
+// message's place in a batch (seam.WithBatchSpans), or -1. Nil when no
+// span is recorded.
+func (s *Store) startDelivery(ctx context.Context, msg Message, batch int) (context.Context, *deliveryTrace) {
+	if !s.tracing(ctx) {
+		if traceFrom(ctx) != nil { // inside another delivery's handler: not its calls
+			ctx = withTrace(ctx, nil)
+		}
+		return ctx, nil
+	}
+	d := seam.SpanFrom(ctx)
+	if batch >= 0 {
+		d = seam.BatchSpanFrom(ctx, batch)
+	}
+	if d.Name == "" {
+		d.Name, d.Kind = "process "+msg.Source, trace.SpanKindConsumer
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(d.Kind), trace.WithAttributes(d.Attrs...), trace.WithAttributes(attrSource.String(msg.Source))}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		opts = append(opts, trace.WithAttributes(attribute.String("faas.invocation_id", lc.AwsRequestID), attribute.String("cloud.resource_id", lc.InvokedFunctionArn)))
+	}
+	if d.Parent.IsValid() {
+		// The message's own trace continues; the invoke's, if any, is linked.
+		if here := trace.SpanContextFromContext(ctx); here.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: here}))
+		}
+		ctx = trace.ContextWithRemoteSpanContext(ctx, d.Parent)
+	}
+	ctx, span := s.tracer.Start(ctx, d.Name, opts...)
+	if !span.IsRecording() {
+		span.End()
+		// Its context goes on, marked not sampled; its calls make no span.
+		return withTrace(ctx, nil), nil
+	}
+	t := &deliveryTrace{span: span, server: d.Kind == trace.SpanKindServer}
+	return withTrace(ctx, t), t
+}
+
+// endAfterPanic ends the span of a delivery that a panic past every
+// recovery cut short (a client's or a log handler's): deferred, it does
+// nothing once end ran.
+func (t *deliveryTrace) endAfterPanic() {
+	if t == nil || t.ended {
+		return
+	}
+	t.ended = true
+	t.span.SetAttributes(attribute.String("error.type", "panic"))
+	t.span.SetStatus(codes.Error, "panic")
+	t.span.End()
+}
+
 // call starts a DynamoDB call's span, as OpenTelemetry names an AWS SDK
 // call: "DynamoDB.<operation>", with the tables a transaction's items
 // write, or the claims table; nil outside a recorded delivery. A
 // transaction's counts its sends toward the delivery's attempts.
 func (s *Store) call(ctx context.Context, operation string, items []types.TransactWriteItem) (context.Context, trace.Span) {
-	t, _ := seam.Delivery(ctx).(*deliveryTrace)
+	t := traceFrom(ctx)
 	if t == nil {
 		return ctx, nil
 	}
@@ -98,10 +178,10 @@ func endCall(span trace.Span, err error) {
 	span.End()
 }
 
-// traceParent is the W3C traceparent of ctx's span (version 00), stored
+// traceContext is the W3C traceparent of ctx's span (version 00), stored
 // with the outgoing messages a delivery commits, or "" when none is
 // sampled.
-func traceParent(ctx context.Context) string {
+func traceContext(ctx context.Context) string {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsSampled() {
 		return ""

@@ -156,16 +156,16 @@ func wrapped[E any](source string, key func(E) (string, error), fingerprint func
 		return msg, &InvalidError{Reason: "the event cannot be encoded as its payload: " + err.Error()}
 	}
 	msg.Payload = payload
-	var id string
-	if err := recovered("", "Wrap's key function", func() (err error) { id, err = key(event); return err }); err != nil {
+	var eventKey string
+	if err := recovered("", "Wrap's key function", func() (err error) { eventKey, err = key(event); return err }); err != nil {
 		return msg, fmt.Errorf("idem: the event's key: %w", err)
 	}
-	if id == "" {
+	if eventKey == "" {
 		return msg, &InvalidError{Reason: "the event's key is empty"}
 	}
-	msg.ID = id
+	msg.ID = eventKey
 	if fingerprint != nil {
-		if err := recovered(id, "WrapOptions.Fingerprint", func() (err error) { msg.Fingerprint, err = fingerprint(event); return err }); err != nil {
+		if err := recovered(eventKey, "WrapOptions.Fingerprint", func() (err error) { msg.Fingerprint, err = fingerprint(event); return err }); err != nil {
 			return msg, fmt.Errorf("idem: the event's fingerprint: %w", err)
 		}
 	}

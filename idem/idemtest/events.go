@@ -37,7 +37,7 @@ import (
 func SQSMessage(queue, body string, attrs map[string]string) events.SQSMessage {
 	mid := sqsMessageID(queue, body, attrs)
 	rec := events.SQSMessage{
-		MessageId: mid, ReceiptHandle: id("receipt", mid), Body: body,
+		MessageId: mid, ReceiptHandle: stableID("receipt", mid), Body: body,
 		Md5OfBody: md5hex(body), EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:" + queue,
 		AWSRegion: "us-east-1", Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1767225600000"},
 		MessageAttributes: map[string]events.SQSMessageAttribute{},
@@ -63,7 +63,7 @@ func sqsMessageID(queue, body string, attrs map[string]string) string {
 	for _, k := range slices.Sorted(maps.Keys(attrs)) {
 		parts = append(parts, k, attrs[k])
 	}
-	first := id("sqs", parts...)
+	first := stableID("sqs", parts...)
 	sent.Lock()
 	if sent.n == nil {
 		sent.n = map[string]int{}
@@ -74,7 +74,7 @@ func sqsMessageID(queue, body string, attrs map[string]string) string {
 	if n == 0 {
 		return first
 	}
-	return id("sqs", append(parts, strconv.Itoa(n))...)
+	return stableID("sqs", append(parts, strconv.Itoa(n))...)
 }
 
 // FIFO is rec as a FIFO queue hands it over: in message group group, under
@@ -100,7 +100,7 @@ func HTTPRequest(method, path, body string, headers map[string]string) events.AP
 		e.Headers[strings.ToLower(k)] = v
 	}
 	e.RequestContext.HTTP.Method, e.RequestContext.HTTP.Path = method, path
-	e.RequestContext.Stage, e.RequestContext.RequestID = "$default", id("request", method, path, body)
+	e.RequestContext.Stage, e.RequestContext.RequestID = "$default", stableID("request", method, path, body)
 	return e
 }
 
@@ -114,7 +114,7 @@ func RESTRequest(method, path, body string, headers map[string]string) json.RawM
 	for k, v := range headers {
 		e.Headers[k], e.MultiValueHeaders[k] = v, []string{v}
 	}
-	e.RequestContext.RequestID = id("request", method, path, body)
+	e.RequestContext.RequestID = stableID("request", method, path, body)
 	raw, _ := json.Marshal(e) // strings and maps of strings: it cannot fail
 	return raw
 }
@@ -185,7 +185,7 @@ func EventBridgeEvent(source, detailType string, v any) (events.EventBridgeEvent
 		detail = b
 	}
 	now := time.Now().UTC()
-	return events.EventBridgeEvent{Version: "0", ID: id("event", source, detailType, string(detail), now.Format(time.RFC3339Nano)),
+	return events.EventBridgeEvent{Version: "0", ID: stableID("event", source, detailType, string(detail), now.Format(time.RFC3339Nano)),
 		DetailType: detailType, Source: source, AccountID: "123456789012", Time: now.Truncate(time.Second), Region: "us-east-1",
 		Resources: []string{}, Detail: detail}, nil
 }
@@ -199,7 +199,7 @@ func StreamRecord(table, seq string, oldImage, newImage map[string]events.Dynamo
 		name, view = "MODIFY", "NEW_AND_OLD_IMAGES"
 	}
 	return events.DynamoDBEventRecord{
-		EventID: id("stream", table, seq), EventName: name, EventVersion: "1.1", EventSource: "aws:dynamodb", AWSRegion: "us-east-1",
+		EventID: stableID("stream", table, seq), EventName: name, EventVersion: "1.1", EventSource: "aws:dynamodb", AWSRegion: "us-east-1",
 		EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/" + table + "/stream/2026-01-01T00:00:00.000",
 		Change: events.DynamoDBStreamRecord{SequenceNumber: seq, NewImage: newImage, OldImage: oldImage, StreamViewType: view,
 			ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.Unix(1767225600, 0)}},
@@ -211,8 +211,8 @@ func DynamoDBEvent(recs ...events.DynamoDBEventRecord) events.DynamoDBEvent {
 	return events.DynamoDBEvent{Records: recs}
 }
 
-// id is a stable id of parts: the same parts, the same id.
-func id(kind string, parts ...string) string {
+// stableID is a stable id of parts: the same parts, the same id.
+func stableID(kind string, parts ...string) string {
 	h := sha256.New()
 	for _, p := range append([]string{kind}, parts...) {
 		fmt.Fprintf(h, "%d:%s", len(p), p)

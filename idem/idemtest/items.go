@@ -66,9 +66,9 @@ func OutboxItems(tb testing.TB, client *dynamodb.Client, table string) map[strin
 	items := map[string]map[string]types.AttributeValue{}
 	scan(tb, client, table, func(it map[string]types.AttributeValue) {
 		kind, _ := it[wire.KindAttr].(*types.AttributeValueMemberS)
-		id, _ := it[wire.IDAttr].(*types.AttributeValueMemberS)
-		if kind != nil && kind.Value == wire.Kind && id != nil {
-			items[id.Value] = it
+		idAttr, _ := it[wire.IDAttr].(*types.AttributeValueMemberS)
+		if kind != nil && kind.Value == wire.Kind && idAttr != nil {
+			items[idAttr.Value] = it
 		}
 	})
 	return items

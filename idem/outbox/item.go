@@ -19,10 +19,10 @@ const FilterPattern = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{
 
 // item is an outbox item read from a stream record's new image.
 type item struct {
-	id, destination, typ, body, group, createdAt string
-	attributes                                   map[string]string
-	traceparent                                  string // the committing delivery's trace context
-	traceHeader                                  string // the X-Ray header the send carries on: its span's
+	itemID, destination, typ, body, group, createdAt string
+	attributes                                       map[string]string
+	traceparent                                      string // the committing delivery's trace context
+	traceHeader                                      string // the X-Ray header the send carries on: its span's
 }
 
 // errNotOutbox: the record is not a new outbox item, and has nothing to
@@ -46,7 +46,7 @@ func readItem(rec events.DynamoDBEventRecord) (item, error) {
 		return item{}, errNotOutbox
 	}
 	it := item{
-		id: str(img, wire.IDAttr), destination: str(img, wire.DestinationAttr), typ: str(img, wire.TypeAttr),
+		itemID: str(img, wire.IDAttr), destination: str(img, wire.DestinationAttr), typ: str(img, wire.TypeAttr),
 		body: str(img, wire.BodyAttr), group: str(img, wire.GroupAttr), createdAt: str(img, wire.CreatedAtAttr),
 		traceparent: str(img, wire.TraceParentAttr),
 	}
@@ -54,22 +54,22 @@ func readItem(rec events.DynamoDBEventRecord) (item, error) {
 		it.attributes = map[string]string{}
 		for k, a := range v.Map() {
 			if a.DataType() != events.DataTypeString {
-				return item{}, fmt.Errorf("outbox item %s: attribute %q is not a string", it.id, k)
+				return item{}, fmt.Errorf("outbox item %s: attribute %q is not a string", it.itemID, k)
 			}
 			it.attributes[k] = a.String()
 		}
 	}
 	switch {
-	case it.id == "" || it.destination == "" || it.body == "":
-		return item{}, fmt.Errorf("outbox item %q lacks its %s, %s or %s", it.id, wire.IDAttr, wire.DestinationAttr, wire.BodyAttr)
+	case it.itemID == "" || it.destination == "" || it.body == "":
+		return item{}, fmt.Errorf("outbox item %q lacks its %s, %s or %s", it.itemID, wire.IDAttr, wire.DestinationAttr, wire.BodyAttr)
 	case isEventBridge(it.destination) && it.typ == "":
-		return item{}, fmt.Errorf("outbox item %s: an EventBridge event needs a type", it.id)
+		return item{}, fmt.Errorf("outbox item %s: an EventBridge event needs a type", it.itemID)
 	}
 	if isEventBridge(it.destination) {
 		// The kit checks a detail before its commit; an item it did not
 		// write (by hand, by another tool) is checked here, as a record.
 		if err := wire.CheckDetail(it.body); err != nil {
-			return item{}, fmt.Errorf("outbox item %s: its body cannot be an EventBridge detail: %v", it.id, err)
+			return item{}, fmt.Errorf("outbox item %s: its body cannot be an EventBridge detail: %v", it.itemID, err)
 		}
 	}
 	return it, nil
@@ -105,4 +105,4 @@ func groupID(g string) string {
 
 // detail is an EventBridge event's detail: the item's body, a JSON object
 // readItem checked, with the outbox id added.
-func detail(it item) string { return wire.Detail(it.id, it.body) }
+func detail(it item) string { return wire.Detail(it.itemID, it.body) }

@@ -125,7 +125,7 @@ func (r *Relay) sendChunk(ctx context.Context, c int, items []item, out chan<- r
 	res := result{c: c}
 	defer func() {
 		if v := recover(); v != nil {
-			res.k, res.err = 0, &badItemError{fmt.Errorf("outbox: sending %s panicked: %v\n%s", items[0].id, v, debug.Stack())}
+			res.k, res.err = 0, &badItemError{fmt.Errorf("outbox: sending %s panicked: %v\n%s", items[0].itemID, v, debug.Stack())}
 		}
 		if res.err != nil && (res.k < 0 || res.k >= len(items)) {
 			res.k = 0

@@ -30,11 +30,11 @@ func (r *Relay) send(ctx context.Context, items []item) (k int, err error) {
 func (r *Relay) sendMessages(ctx context.Context, items []item) (int, error) {
 	dest := items[0].destination
 	if r.o.SQS == nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: errors.New("the relay has no SQS client (Options.SQS)")}
+		return 0, &SendError{ID: items[0].itemID, Destination: dest, Err: errors.New("the relay has no SQS client (Options.SQS)")}
 	}
 	entries := make([]sqstypes.SendMessageBatchRequestEntry, len(items))
 	for k, it := range items {
-		attrs := map[string]sqstypes.MessageAttributeValue{"IdempotencyKey": stringAttr(it.id)}
+		attrs := map[string]sqstypes.MessageAttributeValue{"IdempotencyKey": stringAttr(it.itemID)}
 		if it.typ != "" {
 			attrs["Type"] = stringAttr(it.typ)
 		}
@@ -47,13 +47,13 @@ func (r *Relay) sendMessages(ctx context.Context, items []item) (int, error) {
 				"AWSTraceHeader": {DataType: aws.String("String"), StringValue: aws.String(it.traceHeader)}}
 		}
 		if isFIFO(dest) {
-			entries[k].MessageDeduplicationId = aws.String(it.id)
+			entries[k].MessageDeduplicationId = aws.String(it.itemID)
 			entries[k].MessageGroupId = aws.String(groupID(it.group))
 		}
 	}
 	out, err := r.o.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
 	if err != nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, SenderFault: clientFault(err), Err: err}
+		return 0, &SendError{ID: items[0].itemID, Destination: dest, SenderFault: clientFault(err), Err: err}
 	}
 	first, code, msg, fault := len(items), "", "", false
 	for _, f := range out.Failed {
@@ -66,10 +66,10 @@ func (r *Relay) sendMessages(ctx context.Context, items []item) (int, error) {
 		}
 	}
 	if first < len(items) {
-		return first, &SendError{ID: items[first].id, Destination: dest, Code: code, SenderFault: fault, Err: fmt.Errorf("SQS did not take it: %s %s", code, msg)}
+		return first, &SendError{ID: items[first].itemID, Destination: dest, Code: code, SenderFault: fault, Err: fmt.Errorf("SQS did not take it: %s %s", code, msg)}
 	}
 	if n := len(out.Successful); n != len(items) {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: fmt.Errorf("SQS answered %d successes for %d entries", n, len(items))}
+		return 0, &SendError{ID: items[0].itemID, Destination: dest, Err: fmt.Errorf("SQS answered %d successes for %d entries", n, len(items))}
 	}
 	return 0, nil
 }
@@ -81,7 +81,7 @@ func stringAttr(v string) sqstypes.MessageAttributeValue {
 func (r *Relay) putEvents(ctx context.Context, items []item) (int, error) {
 	dest := items[0].destination
 	if r.o.EventBridge == nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: errors.New("the relay has no EventBridge client (Options.EventBridge)")}
+		return 0, &SendError{ID: items[0].itemID, Destination: dest, Err: errors.New("the relay has no EventBridge client (Options.EventBridge)")}
 	}
 	bus := dest[len(eventBridgePrefix):]
 	entries := make([]ebtypes.PutEventsRequestEntry, len(items))
@@ -99,17 +99,17 @@ func (r *Relay) putEvents(ctx context.Context, items []item) (int, error) {
 	}
 	out, err := r.o.EventBridge.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
 	if err != nil {
-		return 0, &SendError{ID: items[0].id, Destination: dest, SenderFault: clientFault(err), Err: err}
+		return 0, &SendError{ID: items[0].itemID, Destination: dest, SenderFault: clientFault(err), Err: err}
 	}
 	if len(out.Entries) != len(items) {
-		return 0, &SendError{ID: items[0].id, Destination: dest, Err: fmt.Errorf("EventBridge answered %d entries for %d", len(out.Entries), len(items))}
+		return 0, &SendError{ID: items[0].itemID, Destination: dest, Err: fmt.Errorf("EventBridge answered %d entries for %d", len(out.Entries), len(items))}
 	}
 	for k, e := range out.Entries {
 		if e.ErrorCode != nil || e.EventId == nil {
 			code := aws.ToString(e.ErrorCode)
 			// EventBridge names these two retryable; the others are the entry's.
 			fault := code != "InternalFailure" && code != "ThrottlingException"
-			return k, &SendError{ID: items[k].id, Destination: dest, Code: code, SenderFault: fault, Err: fmt.Errorf("EventBridge did not take it: %s %s", code, aws.ToString(e.ErrorMessage))}
+			return k, &SendError{ID: items[k].itemID, Destination: dest, Code: code, SenderFault: fault, Err: fmt.Errorf("EventBridge did not take it: %s %s", code, aws.ToString(e.ErrorMessage))}
 		}
 	}
 	return 0, nil

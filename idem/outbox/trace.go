@@ -33,7 +33,7 @@ func (r *Relay) startSends(ctx context.Context, items []item) []trace.Span {
 		_, spans[k] = r.tracer.Start(sctx, "send "+dest, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
 			attribute.String("messaging.system", system), attribute.String("messaging.destination.name", dest),
 			attribute.String("messaging.operation.type", "send"), attribute.String("messaging.operation.name", "send"),
-			attribute.String("messaging.message.id", it.id), attribute.Int("messaging.batch.message_count", len(items))))
+			attribute.String("messaging.message.itemID", it.itemID), attribute.Int("messaging.batch.message_count", len(items))))
 		it.traceHeader = tracectx.XRay(spans[k].SpanContext())
 	}
 	return spans

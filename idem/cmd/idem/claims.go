@@ -14,7 +14,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/internal/adapt"
-	"github.com/idemkit/kit/idem/internal/seam"
 	"github.com/idemkit/kit/idem/internal/wire"
 )
 
@@ -62,7 +61,7 @@ func (c *claims) names() idem.AttributeNames {
 // key is the claim key the Store gives msg, of -tenant's.
 func (c *claims) key(msg idem.Message) string {
 	msg.Tenant = c.tenant
-	return c.store.Adapter(seam.Key{}).ClaimKey(msg)
+	return adapt.Core(c.store).ClaimKey(msg)
 }
 
 // checkSource says why source cannot be a message's Source on this Store,
@@ -186,7 +185,7 @@ func (c *claims) decode(item map[string]types.AttributeValue) (*claim, error) {
 	if s, ok := item[wire.KindAttr].(*types.AttributeValueMemberS); ok && s.Value == wire.Kind {
 		return nil, errOutboxItem
 	}
-	cl := &claim{Record: c.store.Adapter(seam.Key{}).Decode(item), item: item}
+	cl := &claim{Record: adapt.Core(c.store).Decode(item), item: item}
 	if s, ok := item[c.names().LeaseID].(*types.AttributeValueMemberS); ok {
 		cl.leaseID = s.Value
 	}
@@ -223,7 +222,7 @@ func (c *claims) outbox(ctx context.Context, cl *claim) ([]outboxItem, error) {
 		var out *dynamodb.GetItemOutput
 		err := retry(ctx, "GetItem outbox item "+id, func() (err error) {
 			out, err = c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.outboxTable),
-				Key: c.keyItem(c.store.Adapter(seam.Key{}).OutboxKey(id)), ConsistentRead: aws.Bool(true)})
+				Key: c.keyItem(adapt.Core(c.store).OutboxKey(id)), ConsistentRead: aws.Bool(true)})
 			return err
 		})
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idemkit/kit/idem"
-	"github.com/idemkit/kit/idem/internal/seam"
+	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
 // globals are the flags every subcommand takes: where the claims are, and
@@ -103,7 +103,7 @@ func (g *globals) open(ctx context.Context, stdout, stderr io.Writer) (*env, err
 		return nil, usagef("%s", strings.TrimPrefix(err.Error(), "idem: New: "))
 	}
 	if g.tenant != "" {
-		if err := store.Adapter(seam.Key{}).CheckTenant(g.tenant); err != nil {
+		if err := adapt.Core(store).CheckTenant(g.tenant); err != nil {
 			return nil, usagef("-tenant: %v", err)
 		}
 	}

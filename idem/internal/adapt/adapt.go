@@ -1,8 +1,8 @@
 // Package adapt is how idem's adapters (idem/sqsconsumer,
 // idem/kafkaconsumer, idem/webhook, idem/stream) enter a Store: one step
 // when an adapter is built (New) gives a Processor that processes, reports
-// and recovers as the Store does, through the Store's own seam
-// (idem.Store.Adapter). The batch adapters share the rest of their
+// and recovers as the Store does, through the Store's Core
+// (idem/internal/seam). The batch adapters share the rest of their
 // machinery here too, generic over their record type: a LaneRunner runs a
 // batch's records in lanes, each stopped at its first failure, and
 // ReadKey, FirstKey and JSONHandler are their Options.Key and JSONHandler.
@@ -22,6 +22,7 @@ import (
 // recovers deliveries as the Store does.
 type Processor struct {
 	Store  *idem.Store
+	core   *seam.Core[idem.Message, idem.Outcome, idem.Record, idem.LeaseOptions]
 	lease  *idem.LeaseOptions
 	source string
 }
@@ -34,19 +35,26 @@ func New(store *idem.Store, what, source string, lease *idem.LeaseOptions) (*Pro
 	if store == nil {
 		return nil, errors.New("nil Store")
 	}
+	core := Core(store)
 	if source != "" {
-		if err := store.Adapter(seam.Key{}).CheckSource(source); err != nil {
+		if err := core.CheckSource(source); err != nil {
 			return nil, fmt.Errorf("%s.Source: %w", what, err)
 		}
 	}
 	if lease != nil {
-		if err := store.Adapter(seam.Key{}).CheckLease(*lease); err != nil {
+		if err := core.CheckLease(*lease); err != nil {
 			return nil, fmt.Errorf("%s.Lease: %w", what, err)
 		}
 		l := *lease // the adapter's options may change after it was built
 		lease = &l
 	}
-	return &Processor{Store: store, lease: lease, source: source}, nil
+	return &Processor{Store: store, core: core, lease: lease, source: source}, nil
+}
+
+// Core is what the kit's packages reach of a Store beyond its public API
+// (internal/seam), for a Store that is not nil.
+func Core(store *idem.Store) *seam.Core[idem.Message, idem.Outcome, idem.Record, idem.LeaseOptions] {
+	return seam.Open[idem.Message, idem.Outcome, idem.Record, idem.LeaseOptions](store)
 }
 
 // Process is Store.Process, or Store.ProcessLeased under the Processor's lease.
@@ -63,37 +71,40 @@ func (p *Processor) Leased() bool { return p.lease != nil }
 // Fail logs and counts, as Failed, a delivery that failed before it could
 // be processed, such as a queue message whose key could not be read.
 func (p *Processor) Fail(ctx context.Context, msg idem.Message, err error) {
-	p.Store.Adapter(seam.Key{}).Report(ctx, idem.Failed, msg, err)
+	p.core.Report(ctx, idem.Failed, msg, err)
 }
 
 // Refuse logs and counts, as Refused, a delivery turned away before its
 // claim for its sender's fault, such as a webhook with a bad signature.
 func (p *Processor) Refuse(ctx context.Context, msg idem.Message, err error) {
-	p.Store.Adapter(seam.Key{}).Report(ctx, idem.Refused, msg, err)
+	p.core.Report(ctx, idem.Refused, msg, err)
 }
 
 // CheckSource says why source cannot be a message's Source on the Store.
 func (p *Processor) CheckSource(source string) error {
-	return p.Store.Adapter(seam.Key{}).CheckSource(source)
+	return p.core.CheckSource(source)
 }
 
 // Tracing reports whether a delivery given ctx is traced (the rule on
 // idem.Options.TracerProvider): only then is its span worth naming
 // (seam.WithSpan).
 func (p *Processor) Tracing(ctx context.Context) bool {
-	return p.Store.Adapter(seam.Key{}).Tracing(ctx)
+	return p.core.Tracing(ctx)
 }
 
 // Now is the Store's clock.
-func (p *Processor) Now() time.Time { return p.Store.Adapter(seam.Key{}).Now() }
+func (p *Processor) Now() time.Time { return p.core.Now() }
 
 // Recover runs fn and turns a panic in it into an *idem.PanicError naming
 // callback, as the Store does for the callbacks it calls: every callback
 // an adapter calls fails one delivery, never the process. It needs no
-// Store (idem/stream runs handlers without one): the seam's Recover reads
-// none.
+// Store (idem/stream runs handlers without one).
 func Recover(key, callback string, fn func() error) error {
-	return (*idem.Store)(nil).Adapter(seam.Key{}).Recover(key, callback, fn)
+	var err error
+	if v, stack, panicked := seam.Recover(func() { err = fn() }); panicked {
+		return &idem.PanicError{Key: key, Callback: callback, Value: v, Stack: stack}
+	}
+	return err
 }
 
 // Panic is err's *idem.PanicError, or nil; it allocates nothing when err

@@ -1,9 +1,9 @@
 // Package seam is where the kit's own packages meet a Store beyond its
-// public API: its adapters (idem/sqsconsumer, idem/webhook, idem/stream)
-// and the idem command reach what a Store does for them and not for its
-// users through idem.Store.Adapter, which takes a Key that only packages
-// of the kit can write; and an adapter names a delivery's span (a Span on
-// the delivery's context) for the Store that starts it.
+// public API: its adapters (idem/sqsconsumer, idem/kafkaconsumer,
+// idem/webhook, idem/stream, through idem/internal/adapt) and the idem
+// command reach what a Store does for them and not for its users (Open), and
+// an adapter names a delivery's span and bounds its wait on the delivery's
+// context, for the Store that starts it.
 package seam
 
 import (
@@ -13,13 +13,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// Key is the argument of idem.Store.Adapter: Key{} in the kit's packages.
-// Its field's type is unexported, so no other package can write a value of
-// its type.
-type Key struct{ _ token }
-
-type token struct{}
 
 // Span is how an adapter names the span of a delivery it hands a Store
 // (OpenTelemetry's semantic conventions for its kind of message), and the
@@ -31,43 +24,50 @@ type Span struct {
 	Parent trace.SpanContext
 }
 
-// spanKey is the one context key of a delivery's trace: an adapter's Span
-// or a batch's []Span, then, once the Store starts the delivery, the
-// Store's own value (WithDelivery), which hides them: a delivery made
-// inside a handler takes neither its outer delivery's name nor its trace.
-type spanKey struct{}
+// spans are the Spans an adapter set on a context: one delivery's, or a
+// batch's by index.
+type spans struct {
+	one   Span
+	batch []Span
+}
+
+type spansKey struct{}
 
 // WithSpan carries s to the Store's delivery span.
 func WithSpan(ctx context.Context, s Span) context.Context {
-	return context.WithValue(ctx, spanKey{}, s)
-}
-
-// SpanFrom is the Span an adapter set, or the zero Span.
-func SpanFrom(ctx context.Context) Span {
-	s, _ := ctx.Value(spanKey{}).(Span)
-	return s
+	return context.WithValue(ctx, spansKey{}, spans{one: s})
 }
 
 // WithBatchSpans carries the Span of each message of a batch
 // (Store.ProcessBatch), by index.
 func WithBatchSpans(ctx context.Context, s []Span) context.Context {
-	return context.WithValue(ctx, spanKey{}, s)
+	return context.WithValue(ctx, spansKey{}, spans{batch: s})
+}
+
+// WithoutSpans is ctx with the Spans an adapter set spent: a Store's
+// delivery sets it on its handler's context, so that a delivery made
+// inside the handler takes neither its outer delivery's name nor its
+// trace.
+func WithoutSpans(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(spansKey{}).(spans); !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, spansKey{}, spans{})
+}
+
+// SpanFrom is the Span an adapter set, or the zero Span.
+func SpanFrom(ctx context.Context) Span {
+	s, _ := ctx.Value(spansKey{}).(spans)
+	return s.one
 }
 
 // BatchSpanFrom is the Span of message i of a batch, or the zero Span.
 func BatchSpanFrom(ctx context.Context, i int) Span {
-	s, _ := ctx.Value(spanKey{}).([]Span)
-	if i < len(s) {
-		return s[i]
+	s, _ := ctx.Value(spansKey{}).(spans)
+	if i < len(s.batch) {
+		return s.batch[i]
 	}
 	return Span{}
-}
-
-// WithDelivery marks ctx as a started delivery's, with the Store's value
-// for it (its span's state, of the Store's own type), in the place of the
-// adapter's Span.
-func WithDelivery(ctx context.Context, v any) context.Context {
-	return context.WithValue(ctx, spanKey{}, v)
 }
 
 // waitKey carries how long a delivery may wait for another delivery of
@@ -88,6 +88,3 @@ func Wait(ctx context.Context) (time.Duration, bool) {
 	d, ok := ctx.Value(waitKey{}).(time.Duration)
 	return d, ok
 }
-
-// Delivery is what WithDelivery or an adapter set, or nil.
-func Delivery(ctx context.Context) any { return ctx.Value(spanKey{}) }

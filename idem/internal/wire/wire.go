@@ -96,13 +96,13 @@ func CheckDetail(body string) error {
 
 // Detail is the EventBridge detail the relay sends for the outbox item id
 // whose body passed CheckDetail: the body with KeyField first.
-func Detail(id, body string) string {
+func Detail(key, body string) string {
 	rest := strings.TrimSpace(strings.TrimSpace(body)[1:]) // after the object's "{"
 	sep := ","
 	if rest == "}" {
 		sep = ""
 	}
-	return `{"` + KeyField + `":` + strconv.Quote(id) + sep + rest
+	return `{"` + KeyField + `":` + strconv.Quote(key) + sep + rest
 }
 
 // reservedAttributes are the SQS message attributes the relay sets.

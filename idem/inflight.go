@@ -15,41 +15,9 @@ import (
 // message twice): the first leads and runs, the others wait for its
 // outcome and answer from it, with no handler run and no call.
 
-// leadOrWait makes a delivery of id lead its key's call in this process
-// (lead is then not nil: the caller runs the delivery and completes the
-// call with its outcome), or waits for the delivery that leads it and
-// returns the claim it settled (found), which answers the delivery as the
-// cache's would, with no call. A leader that settled nothing lets the
-// waiting delivery run: it then leads a call of its own. A wait the
-// adapter bounded (seam.WithWait) that runs out is an *InFlightError.
-func (s *Store) leadOrWait(ctx context.Context, id Record) (lead *keyCall, stored Record, found bool, err error) {
-	waitCtx, bound := ctx, time.Duration(-1)
-	if d, ok := seam.Wait(ctx); ok {
-		var cancel context.CancelFunc
-		waitCtx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-		bound = d
-	}
-	for {
-		c, leads := s.inflight.join(id.Key)
-		if leads {
-			return c, Record{}, false, nil
-		}
-		stored, known, err := c.wait(waitCtx)
-		switch {
-		case err != nil && bound >= 0 && ctx.Err() == nil:
-			return nil, Record{}, false, &InFlightError{Key: id.Key, Waited: bound, RetryAfter: inFlightRetry}
-		case err != nil:
-			return nil, Record{}, false, &RetryableError{Key: id.Key, Err: err}
-		case known:
-			return nil, stored, true, nil
-		}
-	}
-}
-
-// inflight are the keys being processed in this process, each by one
+// keyCalls are the keys being processed in this process, each by one
 // delivery that leads it.
-type inflight struct {
+type keyCalls struct {
 	mu    sync.Mutex
 	calls map[string]*keyCall
 }
@@ -60,17 +28,17 @@ type inflight struct {
 // waits for ever. Once complete, rec is the claim DynamoDB holds for the
 // key, when known.
 type keyCall struct {
-	in       *inflight
-	key      string
-	done     chan struct{} // made once a delivery waits (under in.mu): most calls have none
-	complete bool          // under in.mu
-	rec      Record
-	known    bool
+	in        *keyCalls
+	key       string
+	done      chan struct{} // made once a delivery waits (under in.mu): most calls have none
+	completed bool          // under in.mu
+	rec       Record
+	known     bool
 }
 
 // join returns key's call and whether the caller leads it: a leader must
 // complete it.
-func (in *inflight) join(key string) (*keyCall, bool) {
+func (in *keyCalls) join(key string) (*keyCall, bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if c, ok := in.calls[key]; ok {
@@ -89,7 +57,7 @@ func (in *inflight) join(key string) (*keyCall, bool) {
 // own), or ctx's end.
 func (c *keyCall) wait(ctx context.Context) (Record, bool, error) {
 	c.in.mu.Lock()
-	if c.complete {
+	if c.completed {
 		c.in.mu.Unlock()
 		return c.rec, c.known, nil
 	}
@@ -106,12 +74,12 @@ func (c *keyCall) wait(ctx context.Context) (Record, bool, error) {
 	}
 }
 
-// finish completes the leader's call with its outcome: the claim
+// complete completes the leader's call with its outcome: the claim
 // DynamoDB holds after its delivery (res, or a key reuse's stored claim),
 // if the delivery settled it. A delivery that failed leaves nothing known,
 // and the deliveries waiting for it run on their own.
-func (c *keyCall) finish(res Result, err error) {
-	if rec, ok := settledClaim(res, err); ok {
+func (c *keyCall) complete(res Result, err error) {
+	if rec, ok := claimOf(res, err); ok {
 		// A copy: the leader's caller may change its Result once it has
 		// it, while a waiting delivery reads this.
 		rec.Response = slices.Clone(rec.Response)
@@ -122,16 +90,16 @@ func (c *keyCall) finish(res Result, err error) {
 	if c.in.calls[c.key] == c {
 		delete(c.in.calls, c.key)
 	}
-	c.complete = true
+	c.completed = true
 	if c.done != nil {
 		close(c.done)
 	}
 }
 
-// finishUnlessDone completes a call its leader left without an outcome.
-func (c *keyCall) finishUnlessDone() {
-	if !c.complete { // only its leader writes it
-		c.finish(Result{}, errNoOutcome)
+// completeIfLeft completes a call its leader left without an outcome.
+func (c *keyCall) completeIfLeft() {
+	if !c.completed { // only its leader writes it
+		c.complete(Result{}, errNoOutcome)
 	}
 }
 
@@ -141,3 +109,7 @@ var errNoOutcome = errors.New("idem: the delivery ended before its outcome")
 // key in this process is told to come back: most deliveries settle within
 // it, and the retry is then a Duplicate from the cache or a claim.
 const inFlightRetry = time.Second
+
+// boundedWait is how long a delivery may wait for another of its key in
+// this process, when its adapter bounded it (seam.WithWait).
+func boundedWait(ctx context.Context) (time.Duration, bool) { return seam.Wait(ctx) }

@@ -13,15 +13,14 @@ import (
 // sent: how it names and measures the items of a transaction, and its
 // limits on them.
 
-// validateEffect refuses, before anything is sent, what DynamoDB would
-// refuse: too many actions, a write without a table or with two operations,
-// two writes on one item, a response or a transaction over its limit. rec
-// is the claim the effect commits with; the effect's writes are the
-// handler's own first, then its outgoing messages' outbox items (addOutbox).
-// items are the items the handler's own writes touch, as far as their
-// keys tell (a Put on a table no other write names goes without).
-func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target, err error) {
-	key := rec.Key
+// validate refuses, before anything is sent, what DynamoDB would refuse
+// of eff, which commits with k's claim: too many actions, a write without
+// a table or with two operations, two writes on one item, a response or a
+// transaction over its limit. The effect's writes are the handler's own
+// first (own of them), then its outgoing messages' outbox items
+// (addOutbox).
+func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
+	key := k.name
 	// A nil AttributeValue (a typed nil pointer, say) would panic while
 	// the writes are measured; it is the handler's input, so an error,
 	// naming the write being measured (at).
@@ -40,18 +39,18 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target,
 	}
 	if n := len(eff.Writes) + 1; n > maxTransactItems {
 		if own < len(eff.Writes) {
-			return nil, bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
+			return bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
 		}
-		return nil, bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
+		return bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
 	}
 	if len(eff.Response) > s.opts.MaxResponseBytes {
-		return nil, bad("response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(eff.Response), s.opts.MaxResponseBytes)
+		return bad("response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(eff.Response), s.opts.MaxResponseBytes)
 	}
 	// Key attribute names per table, as far as this transaction tells them:
 	// the claim table's from the options, others from their writes' Keys.
 	names := s.keyNames
 	keyAttrs := map[string][]string{s.table: names, s.opts.OutboxTable: names}
-	seen := map[target]int{{s.table, canonicalKey(rec.keyItem)}: -1}
+	seen := map[target]int{{s.table, canonicalKey(k.item)}: -1}
 	var puts []int
 	size := 0
 	for i, w := range eff.Writes {
@@ -59,9 +58,9 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target,
 		table, k, n, err := describeWrite(w)
 		if err != nil {
 			if t := writeTable(w); t != "" {
-				return nil, bad("effect write %d on %s: %v", i, t, err)
+				return bad("effect write %d on %s: %v", i, t, err)
 			}
-			return nil, bad("effect write %d: %v", i, err)
+			return bad("effect write %d: %v", i, err)
 		}
 		size += n
 		if k == nil {
@@ -69,13 +68,13 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target,
 			continue
 		}
 		if name := emptyKeyValue(k); name != "" {
-			return nil, bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
+			return bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
 		}
 		if _, ok := keyAttrs[table]; !ok {
 			keyAttrs[table] = sortedNames(k)
 		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, i := range puts {
@@ -83,7 +82,7 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target,
 		p := eff.Writes[i].Put
 		table := aws.ToString(p.TableName)
 		if n := itemSize(p.Item); n > maxItemBytes {
-			return nil, bad("effect write %d on %s puts an item of %d bytes; DynamoDB allows %d", i, table, n, maxItemBytes)
+			return bad("effect write %d on %s puts an item of %d bytes; DynamoDB allows %d", i, table, n, maxItemBytes)
 		}
 		names, ok := keyAttrs[table]
 		if !ok {
@@ -96,29 +95,23 @@ func (s *Store) validateEffect(rec Record, eff Effect, own int) (items []target,
 			}
 		}
 		if len(k) != len(names) {
-			return nil, bad("effect write %d on %s puts an item without its key attributes %v", i, table, names)
+			return bad("effect write %d on %s puts an item without its key attributes %v", i, table, names)
 		}
 		if name := emptyKeyValue(k); name != "" {
-			return nil, bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
+			return bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
 		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if size > maxTransactBytes {
-		return nil, bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
+		return bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
 	}
-	for t, i := range seen {
-		if i >= 0 && i < own { // the claim's key is its delivery's own (coalesce.go), an outbox item's new
-			items = append(items, t)
-		}
-	}
-	return items, nil
+	return nil
 }
 
 // How DynamoDB names and measures the items of a transaction, as
-// validateEffect checks an effect against its limits before anything is
-// sent.
+// validate checks an effect against its limits before anything is sent.
 
 // emptyKeyValue is the name of a key attribute whose string or binary
 // value is empty, which DynamoDB refuses (a ValidationException, which
@@ -224,38 +217,34 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberS:
 		return len(v.Value)
 	case *types.AttributeValueMemberN:
-		return len(v.Value)/2 + 2
+		return numberSize(v.Value)
 	case *types.AttributeValueMemberB:
 		return len(v.Value)
 	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
+		return sizeOfEach(v.Value, func(s string) int { return len(s) })
 	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)/2 + 2
-		}
-		return n
+		return sizeOfEach(v.Value, numberSize)
 	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
+		return sizeOfEach(v.Value, func(b []byte) int { return len(b) })
 	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
+		return 3 + len(v.Value) + sizeOfEach(v.Value, valueSize)
 	case *types.AttributeValueMemberM:
 		return 3 + itemSize(v.Value) + len(v.Value)
 	default: // BOOL, NULL
 		return 1
 	}
+}
+
+// numberSize approximates a number's size: about a byte per two digits.
+func numberSize(n string) int { return len(n)/2 + 2 }
+
+// sizeOfEach is the sum of size over a set's or a list's elements.
+func sizeOfEach[E any](es []E, size func(E) int) int {
+	n := 0
+	for _, e := range es {
+		n += size(e)
+	}
+	return n
 }
 
 // canonicalKey renders a key so that equal keys compare equal.

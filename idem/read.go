@@ -1,10 +1,7 @@
 package idem
 
 import (
-	"context"
-	"hash/maphash"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
@@ -24,17 +21,17 @@ import (
 // (Message.Attempt 2 or more), a first attempt it counts, and a delivery
 // nobody counts. Each class keeps its own share of duplicates.
 
-// readFirst reads id's claim when deliveries like msg have lately been
+// readFirst reads d's claim when deliveries like it have lately been
 // mostly duplicates, and returns it when it is final and unexpired: a
 // Duplicate (or a key reuse) answered for one read. A read not made, a
 // failed read, a claim still pending or expired: not found, and the
 // transaction's condition decides.
-func (s *Store) readFirst(ctx context.Context, msg Message, id Record) (Record, bool) {
-	if s.reader == nil || !s.rates.high(s.classOf(msg, id.Key), s.opts.ReadFirstAbove) {
+func (s *Store) readFirst(d *delivery) (Record, bool) {
+	if s.reader == nil || !s.rates.high(d.class, s.opts.ReadFirstAbove) {
 		return Record{}, false
 	}
-	cctx, span := s.call(ctx, "GetItem", nil)
-	out, err := s.reader.GetItem(cctx, &dynamodb.GetItemInput{TableName: &s.table, Key: id.keyItem})
+	cctx, span := s.call(d.ctx, "GetItem", nil)
+	out, err := s.reader.GetItem(cctx, &dynamodb.GetItemInput{TableName: &s.table, Key: d.key.item})
 	endCall(span, err)
 	if err != nil || len(out.Item) == 0 || isOutboxItem(out.Item) {
 		return Record{}, false
@@ -130,62 +127,4 @@ func (r *rates) count(k rateKey, res Result, err error) {
 		share = k.prior()
 	}
 	r.m[k] = share + rateWeight*(x-share)
-}
-
-// settledKeys remembers, as hashes, the last keys whose claims this Store
-// saw settled (committed, or found committed), each until its claim
-// expires, so that a redelivery to the same environment reads its claim
-// instead of paying a cancelled transaction. Only the way is chosen from
-// it: DynamoDB's answer decides, so a hash that collides, or a claim
-// deleted since, costs at most a read.
-type settledKeys struct {
-	mu   sync.Mutex
-	seed maphash.Seed
-	at   map[uint64]int // hash → its place in ring
-	ring []settledKey
-	next int
-}
-
-type settledKey struct {
-	hash    uint64
-	expires int64 // the claim's ExpiresAt, epoch seconds
-}
-
-// settledKeysKept is how many keys a Store remembers: about 130 KB, and
-// several minutes of a busy sender's messages.
-const settledKeysKept = 4096
-
-func newSettledKeys() *settledKeys {
-	return &settledKeys{seed: maphash.MakeSeed(), at: make(map[uint64]int, settledKeysKept), ring: make([]settledKey, 0, settledKeysKept)}
-}
-
-// has says whether key's claim was seen settled here and is unexpired at
-// now.
-func (k *settledKeys) has(key string, now time.Time) bool {
-	h := maphash.String(k.seed, key)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	i, ok := k.at[h]
-	return ok && now.Unix() < k.ring[i].expires
-}
-
-// add remembers rec's key until rec expires.
-func (k *settledKeys) add(rec Record) {
-	e := settledKey{maphash.String(k.seed, rec.Key), rec.ExpiresAt.Unix()}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if i, ok := k.at[e.hash]; ok {
-		k.ring[i] = e
-		return
-	}
-	if len(k.ring) < settledKeysKept {
-		k.at[e.hash] = len(k.ring)
-		k.ring = append(k.ring, e)
-		return
-	}
-	if old := k.ring[k.next].hash; k.at[old] == k.next {
-		delete(k.at, old)
-	}
-	k.ring[k.next], k.at[e.hash] = e, k.next
-	k.next = (k.next + 1) % settledKeysKept
 }

@@ -7,41 +7,43 @@ import (
 // Packing a batch's entries into transactions: the items each entry
 // touches, and the first transaction each fits without breaking
 // DynamoDB's limits (100 actions, 4 MB, one action per item), where the
-// increments of one item by several entries are one action (increment.go).
+// increments of one item by several deliveries are one action
+// (increment.go).
 
-// measure builds each entry's actions and finds the items they touch. A
-// Put names its item through the table's key attributes, which only the
-// batch's other writes on that table tell; when none does, the Put is
-// taken to touch the whole table.
-func (b *batchRun) measure(es []*entry) {
+// measure builds each delivery's actions and finds the items they touch,
+// and returns ds. A Put names its item through the table's key
+// attributes, which only the other writes on that table tell; when none
+// does, the Put is taken to touch the whole table.
+func (c *commitRun) measure(ds []*delivery) []*delivery {
 	// The outbox table has the claims table's key schema (Options.OutboxTable).
-	names := b.s.keyNames
-	keyAttrs := map[string][]string{b.s.table: names, b.s.opts.OutboxTable: names}
+	names := c.s.keyNames
+	keyAttrs := map[string][]string{c.s.table: names, c.s.opts.OutboxTable: names}
 	type put struct {
 		t    *target
 		item map[string]types.AttributeValue
 	}
 	var puts []put
-	for _, e := range es {
-		e.items = append(make([]types.TransactWriteItem, 0, len(e.writes)+1), e.c.put(e.rec))
-		e.items = append(e.items, e.writes...)
-		e.targets = make([]target, len(e.items))
-		e.incs = make([]increment, len(e.items))
-		e.size = 0
-		for j, w := range e.items {
-			table, k, n, _ := describeWrite(w) // validateEffect has vouched for each
-			e.size += n
-			t := &e.targets[j]
+	for _, d := range ds {
+		tx := &d.tx
+		tx.items = append(make([]types.TransactWriteItem, 0, len(tx.writes)+1), c.s.claimPut(d))
+		tx.items = append(tx.items, tx.writes...)
+		tx.targets = make([]target, len(tx.items))
+		tx.incs = make([]increment, len(tx.items))
+		tx.size = 0
+		for j, w := range tx.items {
+			table, k, n, _ := describeWrite(w) // validate has vouched for each
+			tx.size += n
+			t := &tx.targets[j]
 			t.table = table
 			switch {
 			case j == 0:
-				t.key = canonicalKey(e.rec.keyItem)
+				t.key = canonicalKey(d.key.item)
 			case k != nil:
 				t.key = canonicalKey(k)
 				if keyAttrs[table] == nil {
 					keyAttrs[table] = sortedNames(k)
 				}
-				e.incs[j] = incrementOf(w)
+				tx.incs[j] = incrementOf(w)
 			default:
 				puts = append(puts, put{t, w.Put.Item})
 			}
@@ -52,6 +54,7 @@ func (b *batchRun) measure(es []*entry) {
 			p.t.key = canonicalKey(k)
 		}
 	}
+	return ds
 }
 
 // keyOf is item's key, or nil when names are unknown or missing from it.
@@ -72,7 +75,7 @@ func keyOf(item map[string]types.AttributeValue, names []string) map[string]type
 
 // tx is one transaction being packed.
 type tx struct {
-	entries []*entry
+	ds      []*delivery
 	actions int
 	size    int
 	alone   bool
@@ -83,20 +86,21 @@ type tx struct {
 }
 
 // place puts e in the first transaction it fits, or in a new one.
-func place(txs *[]*tx, e *entry) {
+func place(txs *[]*tx, d *delivery) {
 	for _, t := range *txs {
-		if t.fits(e) {
-			t.add(e)
+		if t.fits(d) {
+			t.add(d)
 			return
 		}
 	}
-	t := &tx{alone: e.alone, items: map[target]bool{}, incs: map[target]bool{}, tables: map[string]bool{}, whole: map[string]bool{}}
-	t.add(e)
+	t := &tx{alone: d.tx.alone, items: map[target]bool{}, incs: map[target]bool{}, tables: map[string]bool{}, whole: map[string]bool{}}
+	t.add(d)
 	*txs = append(*txs, t)
 }
 
-func (t *tx) fits(e *entry) bool {
-	if t.alone || e.alone || t.actions+t.newActions(e) > maxTransactItems || t.size+e.size > maxTransactBytes {
+func (t *tx) fits(d *delivery) bool {
+	e := &d.tx
+	if t.alone || e.alone || t.actions+t.newActions(d) > maxTransactItems || t.size+e.size > maxTransactBytes {
 		return false
 	}
 	for j, g := range e.targets {
@@ -110,9 +114,10 @@ func (t *tx) fits(e *entry) bool {
 	return true
 }
 
-// newActions is how many actions e adds to t: one per item, but for the
+// newActions is how many actions d adds to t: one per item, but for the
 // increments of items t increments already.
-func (t *tx) newActions(e *entry) int {
+func (t *tx) newActions(d *delivery) int {
+	e := &d.tx
 	n := len(e.items)
 	for j, g := range e.targets {
 		if e.incs[j] != nil && t.incs[g] {
@@ -122,9 +127,10 @@ func (t *tx) newActions(e *entry) int {
 	return n
 }
 
-func (t *tx) add(e *entry) {
-	t.actions += t.newActions(e)
-	t.entries = append(t.entries, e)
+func (t *tx) add(d *delivery) {
+	e := &d.tx
+	t.actions += t.newActions(d)
+	t.ds = append(t.ds, d)
 	t.size += e.size
 	for j, g := range e.targets {
 		t.tables[g.table] = true
@@ -139,16 +145,18 @@ func (t *tx) add(e *entry) {
 	}
 }
 
-// actions are the transaction of es: each entry's items in turn, but one
-// action for the increments of an item that several of them increment,
-// their sum, where the first of them stands. at[k][j] is the action of
-// entry k's item j; false when a sum is past DynamoDB's precision.
-func actions(es []*entry) (items []types.TransactWriteItem, at [][]int, ok bool) {
-	shared := sharedIncrements(es)
+// actions are the transaction of ds: each delivery's items in turn, but
+// one action for the increments of an item that several of them
+// increment, their sum, where the first of them stands. at[k][j] is the
+// action of delivery k's item j; false when a sum is past DynamoDB's
+// precision.
+func actions(ds []*delivery) (items []types.TransactWriteItem, at [][]int, ok bool) {
+	shared := sharedIncrements(ds)
 	merged := map[target]int{} // an item's shared action
 	sums := map[int][]increment{}
-	at = make([][]int, len(es))
-	for k, e := range es {
+	at = make([][]int, len(ds))
+	for k, d := range ds {
+		e := &d.tx
 		at[k] = make([]int, len(e.items))
 		for j, w := range e.items {
 			g := e.targets[j]
@@ -175,14 +183,14 @@ func actions(es []*entry) (items []types.TransactWriteItem, at [][]int, ok bool)
 	return items, at, true
 }
 
-// written are the items es's effects write, as far as their keys tell:
+// written are the items ds's effects write, as far as their keys tell:
 // what the Store's other transactions must not write at the same time
 // (itemlock.go). Claims are their deliveries' own, outbox items new.
-func written(es []*entry) []target {
+func written(ds []*delivery) []target {
 	var ts []target
-	for _, e := range es {
-		for j, g := range e.targets {
-			if j > 0 && g.key != "" && outboxID(e.items[j]) == "" {
+	for _, d := range ds {
+		for j, g := range d.tx.targets {
+			if j > 0 && g.key != "" && outboxID(d.tx.items[j]) == "" {
 				ts = append(ts, g)
 			}
 		}

@@ -1,0 +1,384 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The commit: each delivery's claim and effect in one TransactWriteItems,
+// the deliveries of a batch in as few as fit (pack.go); what a cancelled
+// transaction's reasons mean for each delivery it held; contention and
+// throttling sent again after a backoff (retry.go), a rejection recorded
+// in its effect's place, a pending claim whose lease ended taken over.
+
+// txState is a delivery's way through its commit's transactions.
+type txState struct {
+	kind   claimKind
+	over   Record                    // the pending claim an overEndedLease claim replaces
+	writes []types.TransactWriteItem // the effect's; none once a rejection is recorded
+	rej    *RejectedError            // the rejection recorded in the effect's place
+
+	items   []types.TransactWriteItem // the claim, then writes
+	targets []target                  // the items they touch; key "" is a whole table
+	incs    []increment               // of each of items that is an increment (increment.go), else nil
+	size    int
+
+	sends   int     // requests that carried it, the SDK's retries included
+	retries retries // of the sends refused by its own contention or throttling
+	refusal error   // the last of those refusals
+	alone   bool    // in a transaction of its own, after the server refused a shared one
+	order   int     // its place in the commit, which packing keeps
+}
+
+// commitRun is one commit's state.
+type commitRun struct {
+	s     *Store
+	ctx   context.Context
+	batch bool // the deliveries' transaction is their batch's (linked spans), not one's own (a child span)
+	// known holds the claims this commit made or found, by key, so later
+	// deliveries of the same key answer without a call.
+	known map[string]Record
+	// waiting holds the deliveries that wait out a backoff after
+	// contention or throttling, and later ones of their keys; backoff is
+	// the most refusals one of them has met.
+	waiting []*delivery
+	backoff int
+	retries retries // times the commit's contention
+}
+
+// commit commits each of ds's effect with its claim (as its tx.kind
+// claims), in one transaction each or, in a batch, as few as fit, and
+// answers each of them. It is the one place the Store sends
+// TransactWriteItems.
+func (s *Store) commit(ctx context.Context, ds []*delivery, batch bool) {
+	c := &commitRun{s: s, ctx: ctx, batch: batch, known: make(map[string]Record, len(ds)), retries: newRetries()}
+	for i, d := range ds {
+		d.tx.writes, d.tx.order = d.eff.Writes, i
+	}
+	pending := c.measure(ds)
+	for len(pending) > 0 || len(c.waiting) > 0 {
+		if len(pending) == 0 {
+			// Only refused deliveries are left: back off, then send them.
+			if err := s.sleep(ctx, c.backoff, c.retries.until(ctx)); err != nil {
+				for _, d := range c.waiting {
+					if stored, ok := c.known[d.key.name]; ok {
+						c.answerFrom(d, stored)
+						continue
+					}
+					c.answer(d, Result{}, d.tx.retries.gaveUp(d.key.name, d.tx.sends, d.tx.refusal))
+				}
+				break
+			}
+			pending, c.waiting, c.backoff = c.waiting, nil, 0
+		}
+		pending = c.round(pending)
+	}
+}
+
+// round sends the pending deliveries in as few transactions as fit and
+// returns those to send again at once; those to send after a backoff go
+// to c.waiting.
+func (c *commitRun) round(pending []*delivery) []*delivery {
+	slices.SortFunc(pending, func(x, y *delivery) int { return x.tx.order - y.tx.order })
+	var (
+		txs     []*tx
+		taken   = map[string]bool{}
+		waiting = map[string]bool{}
+		next    []*delivery
+	)
+	for _, d := range c.waiting {
+		waiting[d.key.name] = true
+	}
+	for _, d := range pending {
+		switch stored, ok := c.known[d.key.name]; {
+		case ok:
+			c.answerFrom(d, stored)
+		case waiting[d.key.name]: // an earlier delivery of its key waits: so does it
+			c.waiting = append(c.waiting, d)
+		case taken[d.key.name]: // DynamoDB refuses two actions on one claim
+			next = append(next, d)
+		default:
+			taken[d.key.name] = true
+			place(&txs, d)
+		}
+	}
+	for _, t := range txs {
+		next = append(next, c.send(t.ds)...)
+	}
+	return next
+}
+
+// send commits ds in one transaction. It answers the deliveries whose
+// outcome it learns, puts those refused for contention or throttling in
+// c.waiting, and returns the others, to be sent again at once.
+func (c *commitRun) send(ds []*delivery) (again []*delivery) {
+	items, at, ok := actions(ds)
+	if !ok { // a sum past DynamoDB's precision: each delivery goes alone
+		return c.alone(ds)
+	}
+	start := time.Now()
+	unlock, err := c.s.items.lock(c.ctx, written(ds))
+	if err != nil {
+		for _, d := range ds {
+			c.answer(d, Result{}, &ContendedError{Key: d.key.name, Attempts: d.tx.sends, Waited: time.Since(start),
+				Err: fmt.Errorf("waiting for this process's other transactions on the effect's items: %w", err)})
+		}
+		return nil
+	}
+	defer unlock()
+	// ClientRequestToken stays nil: the SDK fills it in and reuses it
+	// across its own retries, which makes an ambiguous commit safe to
+	// resend; a send after a cancellation is a new transaction, with a new
+	// token.
+	sent := sendLog{attempts: 1}
+	cctx, span := c.span(ds, items)
+	_, err = c.s.client.TransactWriteItems(cctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
+	endCall(span, err)
+	for _, d := range ds {
+		d.tx.sends += sent.count()
+	}
+	if err == nil {
+		for _, d := range ds {
+			c.answer(d, Result{Outcome: Processed, Record: d.claim}, nil)
+		}
+		return nil
+	}
+	var tce *types.TransactionCanceledException
+	readable := errors.As(err, &tce) && len(tce.CancellationReasons) == len(items)
+	if len(ds) > 1 && !readable && (tce != nil || isValidationException(err) || isNotFound(err)) {
+		// The server refused what the packing let through, or its reasons
+		// cannot be told apart (nor which delivery's table is missing).
+		return c.alone(ds)
+	}
+	if !readable {
+		for _, d := range ds {
+			if c.refused(d, err, &sent) {
+				again = append(again, d)
+			}
+		}
+		return again
+	}
+	blamed := 0
+	var innocents []*delivery
+	for k, d := range ds {
+		// d's own view of the cancellation: the reason of each of its
+		// items, a shared increment's for each delivery that shares it.
+		reasons := make([]types.CancellationReason, len(d.tx.items))
+		for j, a := range at[k] {
+			reasons[j] = tce.CancellationReasons[a]
+		}
+		if innocent(reasons) {
+			innocents = append(innocents, d)
+			continue
+		}
+		blamed++
+		own := &types.TransactionCanceledException{Message: tce.Message, CancellationReasons: reasons}
+		if c.refused(d, own, &sent) {
+			again = append(again, d)
+		}
+	}
+	if blamed == 0 { // a cancellation that blames no action: given up
+		for _, d := range innocents {
+			c.answer(d, Result{}, &StoreError{Key: d.key.name, Err: err})
+		}
+		return again
+	}
+	return append(again, innocents...)
+}
+
+// alone sends each of ds in a transaction of its own, from now on.
+func (c *commitRun) alone(ds []*delivery) []*delivery {
+	for _, d := range ds {
+		d.tx.alone = true
+	}
+	return ds
+}
+
+// span starts the transaction's span: a child of the delivery's span when
+// it is one delivery's own, else a span of its own linked to each
+// delivery's, the batch's call.
+func (c *commitRun) span(ds []*delivery, items []types.TransactWriteItem) (context.Context, trace.Span) {
+	if !c.batch {
+		return c.s.call(ds[0].ctx, "TransactWriteItems", items)
+	}
+	var links []trace.Link
+	for _, d := range ds {
+		if d.trace != nil {
+			links = append(links, trace.Link{SpanContext: d.trace.span.SpanContext()})
+			d.trace.sends++
+		}
+	}
+	if len(links) == 0 {
+		return c.ctx, nil
+	}
+	return c.s.tracer.Start(c.ctx, "DynamoDB.TransactWriteItems", trace.WithSpanKind(trace.SpanKindClient), trace.WithLinks(links...),
+		trace.WithAttributes(attribute.String("rpc.system", "aws-api"), attribute.String("rpc.service", "DynamoDB"), attribute.String("rpc.method", "TransactWriteItems"),
+			attribute.String("db.system.name", "aws.dynamodb"), attribute.StringSlice("aws.dynamodb.table_names", tablesOf(items)), attribute.Int("idem.batch.message_count", len(ds))))
+}
+
+// refused reads err, the cancellation of d's own actions or the call's
+// error, for d. It says whether d is to be sent again at once (to take an
+// ended lease over, or to record its rejection); after contention or
+// throttling within its retries, d goes to c.waiting instead.
+func (c *commitRun) refused(d *delivery, err error, sent *sendLog) bool {
+	retry := retryable(err)
+	var res Result
+	if !retry {
+		res, err = c.s.failure(c.ctx, d, err, sent)
+	}
+	var rej *RejectedError
+	var re *RetryableError
+	var lh *LeaseHeldError
+	switch {
+	case d.tx.kind == freshClaim && errors.As(err, &lh) && lh.ended(c.s.opts.Now()):
+		d.tx.kind, d.tx.over = overEndedLease, lh.stored
+		c.measure([]*delivery{d})
+		return true
+	case retry:
+		d.tx.retries.start, d.tx.refusal = c.retries.start, err
+		if d.tx.retries.refused(c.ctx, c.s, err) {
+			c.waiting = append(c.waiting, d)
+			c.backoff = max(c.backoff, d.tx.retries.refusals)
+			return false
+		}
+		err = d.tx.retries.gaveUp(d.key.name, d.tx.sends, err)
+	case errors.As(err, &re):
+		re.Attempts = d.tx.sends // every send of this delivery, not just this call's
+	case d.tx.rej == nil && d.eff.Rejected != nil && errors.As(err, &rej):
+		rec, rerr := c.s.rejection(d.claim, d.eff, rej)
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		d.claim, d.tx.writes, d.tx.rej = rec, nil, rej
+		c.measure([]*delivery{d})
+		return true
+	}
+	c.answer(d, res, err)
+	return false
+}
+
+// answerFrom answers d, whose key an earlier delivery of the commit
+// claimed or found claimed as stored, as the claim's condition would.
+func (c *commitRun) answerFrom(d *delivery, stored Record) {
+	stored.Response = slices.Clone(stored.Response) // the earlier delivery's Result has the same bytes
+	res, err := answerFrom(d.key, stored)
+	c.answer(d, res, err)
+}
+
+// answer gives d its commit's outcome.
+func (c *commitRun) answer(d *delivery, res Result, err error) {
+	if err == nil && d.tx.rej != nil && res.Outcome == Processed {
+		res.Outcome, res.Rejection = Rejected, d.tx.rej
+	}
+	d.res, d.err = res, err
+	if rec, ok := claimOf(res, err); ok {
+		c.known[d.key.name] = rec
+	}
+}
+
+// rejection is rec recording rej as the message's outcome: a claim without
+// the effect, whose response eff.Rejected gives.
+func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, error) {
+	var resp []byte
+	var rerr error
+	if p := recoverPanic("Effect.Rejected", func() { resp, rerr = eff.Rejected(rej) }); p != nil {
+		p.Key = rec.Key
+		return Record{}, p
+	}
+	if rerr != nil {
+		return Record{}, &HandlerError{Key: rec.Key, Err: fmt.Errorf("Effect.Rejected: %w", rerr)}
+	}
+	rec.Outcome, rec.Response = Rejected, resp
+	if len(rec.Response) > s.opts.MaxResponseBytes {
+		return Record{}, &InvalidError{Key: rec.Key, Reason: fmt.Sprintf("rejection response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(rec.Response), s.opts.MaxResponseBytes)}
+	}
+	return rec, nil
+}
+
+// retryable says whether a failed TransactWriteItems is worth another
+// attempt: a cancellation that blames only contention and throttling, or
+// another write's contention (a global table's write in another Region).
+func retryable(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return isContention(err)
+	}
+	retry := false
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed", "ValidationError":
+			return false
+		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
+			retry = true
+		}
+	}
+	return retry
+}
+
+// failure is what a failed TransactWriteItems not worth another attempt
+// (retryable) means for d: the cancellation of its own actions, or the
+// call's error. sent tells whether a request went out: an error that is
+// not DynamoDB's answer may follow a commit.
+func (s *Store) failure(ctx context.Context, d *delivery, err error, sent *sendLog) (Result, error) {
+	key, writes := d.key.name, d.tx.writes
+	if nf := s.tableNotFound(ctx, key, writes, err); nf != nil {
+		return Result{}, nf
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return Result{}, callError(key, "", err, sent)
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+		return s.claimMet(d, reasons[0].Item)
+	}
+	for i, r := range reasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			if i > 0 && i <= len(writes) && outboxID(writes[i-1]) != "" {
+				oid := outboxID(writes[i-1])
+				return Result{}, &InvalidError{Key: key, Reason: fmt.Sprintf("the outgoing message %s: its key %q is another item's: do Stores share the table without distinct KeyPrefixes?", oid, s.outboxKey(oid)), Server: true}
+			}
+			if i > 0 && i <= len(writes) {
+				return Result{}, &RejectedError{Key: key, Index: i - 1, Table: writeTable(writes[i-1]), Item: r.Item}
+			}
+		case "ValidationError":
+			what := fmt.Sprintf("effect write %d", i-1)
+			switch {
+			case i == 0:
+				what = "the claim"
+			case i <= len(writes) && outboxID(writes[i-1]) != "":
+				what = "the outgoing message " + outboxID(writes[i-1])
+			case i <= len(writes): // DynamoDB's message names no table
+				what += " on " + writeTable(writes[i-1])
+			}
+			return Result{}, &InvalidError{Key: key, Reason: what + ": " + aws.ToString(r.Message), Server: true}
+		}
+	}
+	return Result{}, &StoreError{Key: key, Err: err}
+}
+
+func innocent(reasons []types.CancellationReason) bool {
+	for _, r := range reasons {
+		if c := aws.ToString(r.Code); c != "" && c != "None" {
+			return false
+		}
+	}
+	return true
+}
+
+func isValidationException(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
+}
