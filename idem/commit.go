@@ -45,6 +45,7 @@ type commitRun struct {
 	s     *Store
 	ctx   context.Context
 	batch bool // the deliveries' transaction is their batch's (linked spans), not one's own (a child span)
+	merge bool // several deliveries, whose increments of one item may merge: one's need no reading
 	// known holds the claims this commit made or found, by key, so later
 	// deliveries of the same key answer without a call.
 	known map[string]Record
@@ -61,7 +62,7 @@ type commitRun struct {
 // answers each of them. It is the one place the Store sends
 // TransactWriteItems.
 func (s *Store) commit(ctx context.Context, ds []*delivery, batch bool) {
-	c := &commitRun{s: s, ctx: ctx, batch: batch, known: make(map[string]Record, len(ds)), retries: newRetries()}
+	c := &commitRun{s: s, ctx: ctx, batch: batch, merge: len(ds) > 1, retries: newRetries()}
 	for i, d := range ds {
 		d.tx.writes, d.tx.order = d.eff.Writes, i
 	}
@@ -90,6 +91,9 @@ func (s *Store) commit(ctx context.Context, ds []*delivery, batch bool) {
 // to c.waiting.
 func (c *commitRun) round(pending []*delivery) []*delivery {
 	slices.SortFunc(pending, func(x, y *delivery) int { return x.tx.order - y.tx.order })
+	if len(pending) == 1 && len(c.waiting) == 0 && len(c.known) == 0 { // nothing to pack it with, nor answer it from
+		return c.send(pending)
+	}
 	var (
 		txs     []*tx
 		taken   = map[string]bool{}
@@ -174,8 +178,8 @@ func (c *commitRun) send(ds []*delivery) (again []*delivery) {
 		// d's own view of the cancellation: the reason of each of its
 		// items, a shared increment's for each delivery that shares it.
 		reasons := make([]types.CancellationReason, len(d.tx.items))
-		for j, a := range at[k] {
-			reasons[j] = tce.CancellationReasons[a]
+		for j := range reasons {
+			reasons[j] = tce.CancellationReasons[actionOf(at, k, j)]
 		}
 		if innocent(reasons) {
 			innocents = append(innocents, d)
@@ -282,7 +286,10 @@ func (c *commitRun) answer(d *delivery, res Result, err error) {
 		res.Outcome, res.Rejection = Rejected, d.tx.rej
 	}
 	d.res, d.err = res, err
-	if rec, ok := claimOf(res, err); ok {
+	if rec, ok := claimOf(res, err); ok && c.merge { // one delivery has no later ones
+		if c.known == nil {
+			c.known = make(map[string]Record)
+		}
 		c.known[d.key.name] = rec
 	}
 }

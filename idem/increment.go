@@ -154,7 +154,7 @@ func sharedIncrements(ds []*delivery) map[target]bool {
 	count := map[target]int{}
 	for _, d := range ds {
 		for j, t := range d.tx.targets {
-			if d.tx.incs[j] != nil {
+			if d.tx.inc(j) != nil {
 				count[t]++
 			}
 		}

@@ -30,14 +30,13 @@ type itemLock struct {
 	users int
 }
 
-// lock takes the items ts, in one order (so that two transactions never
+// lock takes the items ts (sorted in place), in one order (so that two transactions never
 // wait on each other), waiting while another transaction of the Store
 // holds one; unlock gives them back. An error is ctx's, nothing held.
 func (l *itemLocks) lock(ctx context.Context, ts []target) (unlock func(), err error) {
 	if len(ts) == 0 {
 		return func() {}, nil
 	}
-	ts = slices.Clone(ts)
 	slices.SortFunc(ts, func(a, b target) int {
 		if c := strings.Compare(a.table, b.table); c != 0 {
 			return c

@@ -15,9 +15,7 @@ import (
 // attributes, which only the other writes on that table tell; when none
 // does, the Put is taken to touch the whole table.
 func (c *commitRun) measure(ds []*delivery) []*delivery {
-	// The outbox table has the claims table's key schema (Options.OutboxTable).
-	names := c.s.keyNames
-	keyAttrs := map[string][]string{c.s.table: names, c.s.opts.OutboxTable: names}
+	merge := c.merge
 	type put struct {
 		t    *target
 		item map[string]types.AttributeValue
@@ -28,7 +26,10 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 		tx.items = append(make([]types.TransactWriteItem, 0, len(tx.writes)+1), c.s.claimPut(d))
 		tx.items = append(tx.items, tx.writes...)
 		tx.targets = make([]target, len(tx.items))
-		tx.incs = make([]increment, len(tx.items))
+		tx.incs = nil
+		if merge {
+			tx.incs = make([]increment, len(tx.items))
+		}
 		tx.size = 0
 		for j, w := range tx.items {
 			table, k, n, _ := describeWrite(w) // validate has vouched for each
@@ -40,12 +41,26 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 				t.key = canonicalKey(d.key.item)
 			case k != nil:
 				t.key = canonicalKey(k)
-				if keyAttrs[table] == nil {
-					keyAttrs[table] = sortedNames(k)
+				if merge {
+					tx.incs[j] = incrementOf(w)
 				}
-				tx.incs[j] = incrementOf(w)
 			default:
 				puts = append(puts, put{t, w.Put.Item})
+			}
+		}
+	}
+	if len(puts) == 0 {
+		return ds
+	}
+	// The outbox table has the claims table's key schema (Options.OutboxTable).
+	names := c.s.keyNames
+	keyAttrs := map[string][]string{c.s.table: names, c.s.opts.OutboxTable: names}
+	for _, d := range ds {
+		for j, w := range d.tx.items {
+			if table := d.tx.targets[j].table; j > 0 && keyAttrs[table] == nil {
+				if _, k, _, _ := describeWrite(w); k != nil {
+					keyAttrs[table] = sortedNames(k)
+				}
 			}
 		}
 	}
@@ -55,6 +70,15 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 		}
 	}
 	return ds
+}
+
+// inc is item j's increment, nil when it is none or, its delivery alone
+// in its commit, was not read (measure).
+func (e *txState) inc(j int) increment {
+	if j < len(e.incs) {
+		return e.incs[j]
+	}
+	return nil
 }
 
 // keyOf is item's key, or nil when names are unknown or missing from it.
@@ -107,7 +131,7 @@ func (t *tx) fits(d *delivery) bool {
 		switch {
 		case g.key == "" && t.tables[g.table], g.key != "" && (t.items[g] || t.whole[g.table]):
 			return false
-		case t.incs[g] && e.incs[j] == nil: // an increment may share its item only with increments
+		case t.incs[g] && e.inc(j) == nil: // an increment may share its item only with increments
 			return false
 		}
 	}
@@ -120,7 +144,7 @@ func (t *tx) newActions(d *delivery) int {
 	e := &d.tx
 	n := len(e.items)
 	for j, g := range e.targets {
-		if e.incs[j] != nil && t.incs[g] {
+		if e.inc(j) != nil && t.incs[g] {
 			n--
 		}
 	}
@@ -137,7 +161,7 @@ func (t *tx) add(d *delivery) {
 		switch {
 		case g.key == "":
 			t.whole[g.table] = true
-		case e.incs[j] != nil:
+		case e.inc(j) != nil:
 			t.incs[g] = true
 		default:
 			t.items[g] = true
@@ -151,6 +175,9 @@ func (t *tx) add(d *delivery) {
 // action of delivery k's item j; false when a sum is past DynamoDB's
 // precision.
 func actions(ds []*delivery) (items []types.TransactWriteItem, at [][]int, ok bool) {
+	if len(ds) == 1 { // its own items: at is nil, the identity (actionOf)
+		return ds[0].tx.items, nil, true
+	}
 	shared := sharedIncrements(ds)
 	merged := map[target]int{} // an item's shared action
 	sums := map[int][]increment{}
@@ -160,7 +187,7 @@ func actions(ds []*delivery) (items []types.TransactWriteItem, at [][]int, ok bo
 		at[k] = make([]int, len(e.items))
 		for j, w := range e.items {
 			g := e.targets[j]
-			if e.incs[j] == nil || !shared[g] {
+			if e.inc(j) == nil || !shared[g] {
 				at[k][j] = len(items)
 				items = append(items, w)
 				continue
@@ -172,7 +199,7 @@ func actions(ds []*delivery) (items []types.TransactWriteItem, at [][]int, ok bo
 				items = append(items, w)
 			}
 			at[k][j] = a
-			sums[a] = append(sums[a], e.incs[j])
+			sums[a] = append(sums[a], e.inc(j))
 		}
 	}
 	for a, incs := range sums {
@@ -181,6 +208,14 @@ func actions(ds []*delivery) (items []types.TransactWriteItem, at [][]int, ok bo
 		}
 	}
 	return items, at, true
+}
+
+// actionOf is the action of delivery k's item j in actions' at.
+func actionOf(at [][]int, k, j int) int {
+	if at == nil {
+		return j
+	}
+	return at[k][j]
 }
 
 // written are the items ds's effects write, as far as their keys tell:

@@ -39,11 +39,10 @@ func answerFrom(k claimKey, stored Record) (Result, error) {
 // the claim of another payload a key reuse met. A pending claim may yet be
 // released, and a failure tells nothing.
 func claimOf(res Result, err error) (Record, bool) {
-	var kr *KeyReuseError
-	switch {
-	case err == nil && res.Record.Key != "":
-		return res.Record, true
-	case errors.As(err, &kr) && kr.Stored.Outcome != Pending:
+	if err == nil {
+		return res.Record, res.Record.Key != ""
+	}
+	if kr, ok := errors.AsType[*KeyReuseError](err); ok && kr.Stored.Outcome != Pending {
 		return kr.Stored, true
 	}
 	return Record{}, false
