@@ -45,7 +45,7 @@ build-RelayFunction:
 	$(LAMBDA_BUILD) -o $(abspath $(ARTIFACTS_DIR))/bootstrap ./relay
 
 # moto is the local DynamoDB- and SQS-compatible server the tests run against
-# (through idem/internal/localdynamo). Installed when missing.
+# (through idem/idemtest/internal/localdynamo). Installed when missing.
 moto:
 	@$(PYTHON) -c 'import moto, flask, werkzeug' 2>/dev/null || \
 	  $(PYTHON) -m pip install 'moto[server]' || \

@@ -44,7 +44,10 @@
 // counts what the Stores made of them.
 //
 // Beside them: the endpoint and tables (Endpoint, Client, CreateTable,
-// ProcessedTable; Start for a runnable Example, which has no testing.TB),
+// ProcessedTable; Start for a runnable Example, which has no testing.TB,
+// and CreateTableContext for other code without one), a local server of
+// the caller's own (StartDynamoDB, which a program runs when
+// ExternalEndpoint names none, and StartSQS for a local queue),
 // what the tables hold (Balance, Claims, Outbox, Number, ItemCount), a
 // CallCounter of DynamoDB calls by operation, Faults that inject
 // throttling, 5xx answers, resets, lost or truncated answers and

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/idemtest/internal/localdynamo"
 )
 
 var shared struct {
@@ -35,7 +35,7 @@ func Endpoint(tb testing.TB) string {
 }
 
 func sharedEndpoint() (string, error) {
-	if ep := localdynamo.ExternalEndpoint(); ep != "" {
+	if ep := ExternalEndpoint(); ep != "" {
 		return ep, nil
 	}
 	shared.once.Do(func() {

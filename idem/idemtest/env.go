@@ -11,7 +11,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/emf"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // Main is a package's whole TestMain: it runs the tests (m is the
@@ -62,11 +61,11 @@ func Start(ctx context.Context, optFns ...func(*idem.Options)) (*Env, error) {
 	e := &Env{Calls: &CallCounter{}, Outcomes: &Outcomes{}}
 	e.Client = Client(endpoint, e.Calls.Option)
 	t := processedTable(optFns)
-	if e.Processed, err = localdynamo.CreateTable(ctx, e.Client, localdynamo.Table(t)); err != nil {
-		return nil, fmt.Errorf("idemtest: %w", err)
+	if e.Processed, err = e.CreateTable(ctx, t); err != nil {
+		return nil, err
 	}
-	if e.Accounts, err = localdynamo.CreateTable(ctx, e.Client, localdynamo.Table{Name: "accounts", HashKey: "account"}); err != nil {
-		return nil, fmt.Errorf("idemtest: %w", err)
+	if e.Accounts, err = e.CreateTable(ctx, Table{Name: "accounts", HashKey: "account"}); err != nil {
+		return nil, err
 	}
 	e.Calls.Reset()
 	return e, nil
@@ -75,11 +74,7 @@ func Start(ctx context.Context, optFns ...func(*idem.Options)) (*Env, error) {
 // CreateTable is idemtest.CreateTable for an Env made by Start: the
 // table stays until the server stops.
 func (e *Env) CreateTable(ctx context.Context, t Table) (string, error) {
-	name, err := localdynamo.CreateTable(ctx, e.Client, localdynamo.Table(t))
-	if err != nil {
-		return "", fmt.Errorf("idemtest: %w", err)
-	}
-	return name, nil
+	return CreateTableContext(ctx, e.Client, t)
 }
 
 // Store is a Store on the Env's processed-ids table whose outcomes

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/kit/idem"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/idemtest/internal/localdynamo"
 	"github.com/idemkit/kit/idem/internal/wire"
 )
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
 
@@ -25,14 +24,14 @@ import (
 // the test binary.
 var localSQS struct {
 	once sync.Once
-	srv  *localdynamo.Server
+	srv  *idemtest.Server
 	err  error
 }
 
 func sqsClient(t *testing.T) *sqs.Client {
 	t.Helper()
 	localSQS.once.Do(func() {
-		localSQS.srv, localSQS.err = localdynamo.StartSQS(context.Background(), func(o *localdynamo.Options) { o.Log = io.Discard })
+		localSQS.srv, localSQS.err = idemtest.StartSQS(context.Background(), func(o *idemtest.ServerOptions) { o.Log = io.Discard })
 	})
 	if localSQS.err != nil {
 		t.Fatal(localSQS.err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // Deliveries of one key at once in one process (Lambda Managed Instances
@@ -66,11 +65,11 @@ func runCoalesce(ctx context.Context, servers []server, n int) (*coalesceResult,
 	for j, sv := range servers {
 		e := &env{su: setup{calls: &idemtest.CallCounter{}}}
 		e.su.client = idemtest.Client(sv.endpoint, e.su.calls.Option)
-		processed, err := localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-coalesce-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+		processed, err := idemtest.CreateTableContext(ctx, e.su.client, idemtest.Table{Name: "bench-coalesce-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
 		if err != nil {
 			return nil, err
 		}
-		if e.su.accounts, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-coalesce-accounts", HashKey: "account"}); err != nil {
+		if e.su.accounts, err = idemtest.CreateTableContext(ctx, e.su.client, idemtest.Table{Name: "bench-coalesce-accounts", HashKey: "account"}); err != nil {
 			return nil, err
 		}
 		if e.store, err = idem.New(e.su.client, processed, quietStore); err != nil {

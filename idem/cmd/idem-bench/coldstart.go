@@ -16,7 +16,6 @@ import (
 
 	"github.com/idemkit/kit/idem/cmd/internal/localstack"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // coldStart is one function's line of the cold-start table.
@@ -58,11 +57,11 @@ func coldStarts(ctx context.Context, endpoint, root string, n int) ([]coldStart,
 		return nil, err
 	}
 	c := idemtest.Client(endpoint)
-	processed, err := localdynamo.CreateTable(ctx, c, localdynamo.Table{Name: "cold-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+	processed, err := idemtest.CreateTableContext(ctx, c, idemtest.Table{Name: "cold-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
 	if err != nil {
 		return nil, err
 	}
-	accounts, err := localdynamo.CreateTable(ctx, c, localdynamo.Table{Name: "cold-accounts", HashKey: "account"})
+	accounts, err := idemtest.CreateTableContext(ctx, c, idemtest.Table{Name: "cold-accounts", HashKey: "account"})
 	if err != nil {
 		return nil, err
 	}

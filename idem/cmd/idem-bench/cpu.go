@@ -30,7 +30,7 @@ var goBenchmarks = []struct {
 	{"idem/cmd", "./internal/tests/traces", "^BenchmarkTracing$", true},
 	{".", "./idem/sqsconsumer", "^BenchmarkSQSAdapter", true},
 	{".", "./idem/webhook", "^BenchmarkWebhook$", true},
-	{".", "./idem/internal/localdynamo", "^BenchmarkTransactWriteItems$", false},
+	{".", "./idem/idemtest/internal/localdynamo", "^BenchmarkTransactWriteItems$", false},
 }
 
 // benchResult is one benchmark's medians over its -count runs.

@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // hotAccounts are the accounts each count of environments credits (-hotenvs
@@ -121,10 +120,10 @@ func runHot(ctx context.Context, endpoint string, m *model, seed uint64, cfg hot
 		return nil, err
 	}
 	defer h.proxy.Close()
-	if h.processed, err = localdynamo.CreateTable(ctx, h.local, localdynamo.Table{Name: "bench-hot-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
+	if h.processed, err = idemtest.CreateTableContext(ctx, h.local, idemtest.Table{Name: "bench-hot-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
 		return nil, err
 	}
-	if h.accounts, err = localdynamo.CreateTable(ctx, h.local, localdynamo.Table{Name: "bench-hot-accounts", HashKey: "account"}); err != nil {
+	if h.accounts, err = idemtest.CreateTableContext(ctx, h.local, idemtest.Table{Name: "bench-hot-accounts", HashKey: "account"}); err != nil {
 		return nil, err
 	}
 	for _, l := range cfg.lines {

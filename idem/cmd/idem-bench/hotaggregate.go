@@ -22,7 +22,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 	idemstream "github.com/idemkit/kit/idem/stream"
 )
 
@@ -59,7 +58,7 @@ func (h *hotSection) entriesTable(ctx context.Context) error {
 	if h.entries != "" {
 		return nil
 	}
-	name, err := localdynamo.CreateTable(ctx, h.local, localdynamo.Table{Name: "bench-hot-entries", HashKey: "entry", Stream: true})
+	name, err := idemtest.CreateTableContext(ctx, h.local, idemtest.Table{Name: "bench-hot-entries", HashKey: "entry", Stream: true})
 	if err != nil {
 		return err
 	}

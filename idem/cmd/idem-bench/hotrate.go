@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // rateClients is how many clients at once measure the local server's rate.
@@ -30,7 +29,7 @@ type localRate struct{ singles, txs float64 }
 // measureLocalRate times each kind for about d.
 func measureLocalRate(ctx context.Context, endpoint string, d time.Duration) (localRate, error) {
 	c := idemtest.Client(endpoint)
-	table, err := localdynamo.CreateTable(ctx, c, localdynamo.Table{Name: "bench-hot-rate", HashKey: "pk"})
+	table, err := idemtest.CreateTableContext(ctx, c, idemtest.Table{Name: "bench-hot-rate", HashKey: "pk"})
 	if err != nil {
 		return localRate{}, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // The lease mode (Store.ProcessLeased) beside the one-transaction mode
@@ -120,11 +119,11 @@ type leaseEnv struct {
 func newLeaseEnv(ctx context.Context, endpoint string, mode leaseMode, delay time.Duration, envs int) (*leaseEnv, error) {
 	e := &leaseEnv{mode: mode, su: setup{calls: &idemtest.CallCounter{}}, ext: newExternal(delay)}
 	e.su.client = idemtest.Client(endpoint, e.su.calls.Option)
-	processed, err := localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-lease-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+	processed, err := idemtest.CreateTableContext(ctx, e.su.client, idemtest.Table{Name: "bench-lease-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
 	if err != nil {
 		return nil, err
 	}
-	if e.su.accounts, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-lease-accounts", HashKey: "account"}); err != nil {
+	if e.su.accounts, err = idemtest.CreateTableContext(ctx, e.su.client, idemtest.Table{Name: "bench-lease-accounts", HashKey: "account"}); err != nil {
 		return nil, err
 	}
 	if !mode.concurrent {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 func main() {
@@ -87,9 +86,9 @@ func bench() error {
 		}
 	}
 	ctx := context.Background()
-	endpoint := localdynamo.ExternalEndpoint()
+	endpoint := idemtest.ExternalEndpoint()
 	if endpoint == "" {
-		srv, err := localdynamo.Start(ctx)
+		srv, err := idemtest.StartDynamoDB(ctx)
 		if err != nil {
 			return err
 		}
@@ -239,11 +238,11 @@ func run(ctx context.Context, rep report) ([]row, error) {
 		for _, b := range builders {
 			su := setup{calls: &idemtest.CallCounter{}}
 			su.client = idemtest.Client(sv.endpoint, su.calls.Option)
-			processed, err := localdynamo.CreateTable(ctx, su.client, localdynamo.Table{Name: "bench-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
+			processed, err := idemtest.CreateTableContext(ctx, su.client, idemtest.Table{Name: "bench-processed", HashKey: "pk", TTLAttribute: "expiresAt"})
 			if err != nil {
 				return nil, err
 			}
-			if su.accounts, err = localdynamo.CreateTable(ctx, su.client, localdynamo.Table{Name: "bench-accounts", HashKey: "account"}); err != nil {
+			if su.accounts, err = idemtest.CreateTableContext(ctx, su.client, idemtest.Table{Name: "bench-accounts", HashKey: "account"}); err != nil {
 				return nil, err
 			}
 			if su.strategy, err = b.build(&su, processed); err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // server is an endpoint every latency is measured on: the local server,
@@ -40,10 +39,10 @@ func measureRatio(ctx context.Context, servers []server, n int) ([]txRatio, erro
 	for _, sv := range servers {
 		t := tables{c: idemtest.Client(sv.endpoint)}
 		var err error
-		if t.claims, err = localdynamo.CreateTable(ctx, t.c, localdynamo.Table{Name: "bench-ratio-claims", HashKey: "pk"}); err != nil {
+		if t.claims, err = idemtest.CreateTableContext(ctx, t.c, idemtest.Table{Name: "bench-ratio-claims", HashKey: "pk"}); err != nil {
 			return nil, err
 		}
-		if t.accounts, err = localdynamo.CreateTable(ctx, t.c, localdynamo.Table{Name: "bench-ratio-accounts", HashKey: "account"}); err != nil {
+		if t.accounts, err = idemtest.CreateTableContext(ctx, t.c, idemtest.Table{Name: "bench-ratio-accounts", HashKey: "account"}); err != nil {
 			return nil, err
 		}
 		ts = append(ts, t)

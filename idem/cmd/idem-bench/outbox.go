@@ -25,7 +25,6 @@ import (
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/cmd/internal/localstack"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/outbox"
 )
@@ -60,14 +59,14 @@ func newOutboxEnv(ctx context.Context, endpoint string) (*outboxEnv, error) {
 	e := &outboxEnv{su: setup{calls: &idemtest.CallCounter{}}}
 	e.su.client = idemtest.Client(endpoint, e.su.calls.Option)
 	var err error
-	if e.processed, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-outbox-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
+	if e.processed, err = idemtest.CreateTableContext(ctx, e.su.client, idemtest.Table{Name: "bench-outbox-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
 		return nil, err
 	}
 	if _, err := e.su.client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(e.processed),
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}}); err != nil {
 		return nil, err
 	}
-	if e.accounts, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-outbox-accounts", HashKey: "account"}); err != nil {
+	if e.accounts, err = idemtest.CreateTableContext(ctx, e.su.client, idemtest.Table{Name: "bench-outbox-accounts", HashKey: "account"}); err != nil {
 		return nil, err
 	}
 	e.store, err = idem.New(e.su.client, e.processed, quietStore)
@@ -88,7 +87,7 @@ func runOutbox(ctx context.Context, servers []server, latN, relayN, e2eN int, pa
 	}
 	local := envs[0]
 	su, processed, store := local.su, local.processed, local.store
-	sqsSrv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
+	sqsSrv, err := idemtest.StartSQS(ctx, func(o *idemtest.ServerOptions) { o.Log = io.Discard })
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // powertoolsDir holds the peer itself: Powertools for AWS Lambda
@@ -126,11 +125,11 @@ type ptTables struct{ records, accounts string }
 // DynamoDBPersistenceLayer's keyAttr and expiryAttr default to.
 func powertoolsTables(ctx context.Context, endpoint, name string) (ptTables, error) {
 	client := idemtest.Client(endpoint)
-	records, err := localdynamo.CreateTable(ctx, client, localdynamo.Table{Name: name, HashKey: "id", TTLAttribute: "expiration"})
+	records, err := idemtest.CreateTableContext(ctx, client, idemtest.Table{Name: name, HashKey: "id", TTLAttribute: "expiration"})
 	if err != nil {
 		return ptTables{}, err
 	}
-	accounts, err := localdynamo.CreateTable(ctx, client, localdynamo.Table{Name: name + "-accounts", HashKey: "account"})
+	accounts, err := idemtest.CreateTableContext(ctx, client, idemtest.Table{Name: name + "-accounts", HashKey: "account"})
 	return ptTables{records, accounts}, err
 }
 

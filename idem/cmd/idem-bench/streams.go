@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // streamStats is one strategy's figures over one stream's timed
@@ -122,10 +121,10 @@ func runStreams(ctx context.Context, servers []server, streams []stream, lines [
 			e := env{su: setup{calls: &idemtest.CallCounter{}, outcomes: &idemtest.Outcomes{}}}
 			e.su.client = idemtest.Client(sv.endpoint, e.su.calls.Option)
 			var err error
-			if e.processed, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-" + tag + "-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
+			if e.processed, err = idemtest.CreateTableContext(ctx, e.su.client, idemtest.Table{Name: "bench-" + tag + "-processed", HashKey: "pk", TTLAttribute: "expiresAt"}); err != nil {
 				return nil, err
 			}
-			if e.su.accounts, err = localdynamo.CreateTable(ctx, e.su.client, localdynamo.Table{Name: "bench-" + tag + "-accounts", HashKey: "account"}); err != nil {
+			if e.su.accounts, err = idemtest.CreateTableContext(ctx, e.su.client, idemtest.Table{Name: "bench-" + tag + "-accounts", HashKey: "account"}); err != nil {
 				return nil, err
 			}
 			envs[k] = append(envs[k], e)

@@ -17,7 +17,7 @@
 // `make local` builds bin/idem-local and runs it from the module's root.
 // It reads template.yaml and:
 //
-//  1. starts the local DynamoDB (idem/internal/localdynamo, its TTL sweep
+//  1. starts the local DynamoDB (idemtest.StartDynamoDB, its TTL sweep
 //     every 10 s, logged) and moto's SQS, each on 127.0.0.1 and a free port,
 //     or uses the endpoints in AWS_ENDPOINT_URL_DYNAMODB and
 //     AWS_ENDPOINT_URL_SQS (DynamoDB Local in Docker, say);

@@ -19,7 +19,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // The tests run the command's code in-process (run) against the local
@@ -29,7 +28,7 @@ import (
 
 var sqsServer struct {
 	once sync.Once
-	srv  *localdynamo.Server
+	srv  *idemtest.Server
 	err  error
 }
 
@@ -79,7 +78,7 @@ func setup(t *testing.T, optFns ...func(*idem.Options)) *fixture {
 func (f *fixture) sqsClient() *sqs.Client {
 	f.t.Helper()
 	sqsServer.once.Do(func() {
-		sqsServer.srv, sqsServer.err = localdynamo.StartSQS(context.Background(), func(o *localdynamo.Options) { o.Log = io.Discard })
+		sqsServer.srv, sqsServer.err = idemtest.StartSQS(context.Background(), func(o *idemtest.ServerOptions) { o.Log = io.Discard })
 	})
 	if sqsServer.err != nil {
 		f.t.Fatal(sqsServer.err)

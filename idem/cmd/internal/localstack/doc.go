@@ -12,7 +12,7 @@
 //
 // Start reads the template (CloudFormation's short-form tags included) and
 //
-//   - starts idem/localdynamo's DynamoDB and moto's SQS on 127.0.0.1, unless
+//   - starts idemtest's local DynamoDB and moto's SQS on 127.0.0.1, unless
 //     AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS name other endpoints;
 //   - creates the template's AWS::DynamoDB::Table and AWS::SQS::Queue
 //     resources from their own properties (key schema, TTL, redrive policy,

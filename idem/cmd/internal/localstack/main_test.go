@@ -10,7 +10,6 @@ import (
 
 	"github.com/idemkit/kit/idem/cmd/internal/testphase"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 )
 
 // Things the tests share, built or started once per test binary.
@@ -26,7 +25,7 @@ var shared struct {
 	echoErr  error
 
 	sqsOnce sync.Once
-	sqs     *localdynamo.Server
+	sqs     *idemtest.Server
 	sqsErr  error
 }
 
@@ -101,7 +100,7 @@ func testSQS(t *testing.T) string {
 		return ep
 	}
 	shared.sqsOnce.Do(func() {
-		shared.sqs, shared.sqsErr = localdynamo.StartSQS(context.Background(), func(o *localdynamo.Options) { o.Log = os.Stderr })
+		shared.sqs, shared.sqsErr = idemtest.StartSQS(context.Background(), func(o *idemtest.ServerOptions) { o.Log = os.Stderr })
 	})
 	if shared.sqsErr != nil {
 		t.Fatal(shared.sqsErr)

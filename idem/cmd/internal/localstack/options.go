@@ -31,12 +31,12 @@ type Options struct {
 
 	// DynamoDBEndpoint is the DynamoDB endpoint to use instead of starting
 	// one. Defaults to $AWS_ENDPOINT_URL_DYNAMODB; when that is empty too,
-	// Start starts idem/localdynamo's server.
+	// Start starts idemtest's local DynamoDB (idemtest.StartDynamoDB).
 	DynamoDBEndpoint string
 
 	// SQSEndpoint is the SQS endpoint to use instead of starting one.
 	// Defaults to $AWS_ENDPOINT_URL_SQS; when that is empty too, Start
-	// starts moto's SQS (localdynamo.StartSQS), if the template has a queue.
+	// starts moto's SQS (idemtest.StartSQS), if the template has a queue.
 	SQSEndpoint string
 
 	// TTLSweepInterval is how often the local DynamoDB deletes expired

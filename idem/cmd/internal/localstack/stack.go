@@ -18,7 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/idemkit/kit/idem/cmd/internal/receipts"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/idemtest"
 )
 
 // defaultWait bounds the wait for a table to become active.
@@ -54,8 +54,8 @@ type Stack struct {
 	Traces *Traces
 
 	resources *Resources
-	dynamo    *localdynamo.Server
-	sqsSrv    *localdynamo.Server
+	dynamo    *idemtest.Server
+	sqsSrv    *idemtest.Server
 	ddb       *dynamodb.Client
 	sqs       *sqs.Client
 	api       *http.Server
@@ -124,17 +124,17 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	serverOpts := func(so *localdynamo.Options) { so.Log = o.ServerLog }
+	serverOpts := func(so *idemtest.ServerOptions) { so.Log = o.ServerLog }
 	if o.DynamoDBEndpoint == "" {
 		wg.Go(func() {
 			begin := time.Now()
-			s.progressf("starting DynamoDB (idem/localdynamo)…")
-			srv, err := localdynamo.Start(ctx, serverOpts, func(so *localdynamo.Options) { so.TTLSweepInterval = o.TTLSweepInterval })
+			s.progressf("starting DynamoDB (idemtest's local server)…")
+			srv, err := idemtest.StartDynamoDB(ctx, serverOpts, func(so *idemtest.ServerOptions) { so.TTLSweepInterval = o.TTLSweepInterval })
 			if err != nil {
 				fail(err)
 				return
 			}
-			s.logf("DynamoDB (idem/localdynamo, pid %d) on %s, TTL sweep %s, up in %v", srv.PID(), srv.Endpoint, sweepText(o.TTLSweepInterval), since(begin))
+			s.logf("DynamoDB (idemtest's local server, pid %d) on %s, TTL sweep %s, up in %v", srv.PID(), srv.Endpoint, sweepText(o.TTLSweepInterval), since(begin))
 			mu.Lock()
 			s.dynamo = srv
 			mu.Unlock()
@@ -144,7 +144,7 @@ func Start(ctx context.Context, optFns ...func(*Options)) (s *Stack, err error) 
 		wg.Go(func() {
 			begin := time.Now()
 			s.progressf("starting SQS (moto)…")
-			srv, err := localdynamo.StartSQS(ctx, serverOpts)
+			srv, err := idemtest.StartSQS(ctx, serverOpts)
 			if err != nil {
 				fail(err)
 				return

@@ -26,7 +26,6 @@ import (
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/cmd/internal/testphase"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/outbox"
 	"github.com/idemkit/kit/idem/sqsconsumer"
@@ -67,7 +66,7 @@ func TestChaosOutbox(t *testing.T) {
 	faulty := idemtest.Client(idemtest.Endpoint(t), dbFaults.Option, quickRetries)
 	quiet := func(o *idem.Options) { o.Logger = slog.New(slog.DiscardHandler) }
 
-	srv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
+	srv, err := idemtest.StartSQS(ctx, func(o *idemtest.ServerOptions) { o.Log = io.Discard })
 	if err != nil {
 		t.Fatal(err)
 	}

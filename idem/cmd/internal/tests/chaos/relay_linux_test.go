@@ -19,7 +19,6 @@ import (
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/cmd/internal/testphase"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
@@ -48,7 +47,7 @@ func TestRelayKilled(t *testing.T) {
 	phase := testphase.Start(t, "relay killed", "the relay function killed before and after its SendMessageBatch, a batch of %d credits retried, %d cases", credits, len(cases))
 	bin := buildFunctions(t, phase)
 	ctx := context.Background()
-	srv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
+	srv, err := idemtest.StartSQS(ctx, func(o *idemtest.ServerOptions) { o.Log = io.Discard })
 	if err != nil {
 		t.Fatal(err)
 	}

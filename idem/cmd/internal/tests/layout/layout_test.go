@@ -156,3 +156,46 @@ func TestFunctionsAreWiring(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalServerApart: the local DynamoDB server (the package named
+// localdynamo, found by go list) is test support: no runtime package —
+// what the functions (functions/*/main.go) link — imports it, and none
+// sits beside it in its parent directory, so a reader tells the two roles
+// apart from the tree.
+func TestLocalServerApart(t *testing.T) {
+	var server string
+	for _, line := range strings.Split(strings.TrimSpace(goTool(t, root, "list", "-f", "{{.Name}} {{.ImportPath}}", "./...")), "\n") {
+		if name, pkg, _ := strings.Cut(line, " "); name == "localdynamo" {
+			server = pkg
+		}
+	}
+	if server == "" {
+		t.Fatal("go list finds no package localdynamo in the root module: where is the local server?")
+	}
+	parent := server[:strings.LastIndex(server, "/")]
+	args := []string{"list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}"}
+	mains, _ := filepath.Glob(filepath.Join(root, "functions/*/main.go"))
+	for _, m := range mains {
+		args = append(args, "./"+filepath.Base(filepath.Dir(m)))
+	}
+	if len(mains) == 0 {
+		t.Fatal("no functions")
+	}
+	runtime := 0
+	for _, line := range strings.Split(strings.TrimSpace(goTool(t, filepath.Join(root, "functions"), args...)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if !strings.HasPrefix(pkg, kit+"/idem/") {
+			continue
+		}
+		runtime++
+		if pkg == server || slices.Contains(strings.Fields(imports), server) {
+			t.Errorf("%s, which the functions link, is or imports the local server %s", pkg, server)
+		}
+		if pkg[:strings.LastIndex(pkg, "/")] == parent {
+			t.Errorf("the runtime package %s sits beside the local server %s", pkg, server)
+		}
+	}
+	if runtime < 2 {
+		t.Fatalf("the functions link %d of the library's packages: too few to check", runtime)
+	}
+}

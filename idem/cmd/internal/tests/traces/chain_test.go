@@ -21,7 +21,6 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
 	"github.com/idemkit/kit/idem/outbox"
 	"github.com/idemkit/kit/idem/sqsconsumer"
 )
@@ -34,7 +33,7 @@ func TestChain(t *testing.T) {
 	ctx := context.Background()
 	te := idemtest.NewEnv(t)
 	idemtest.EnableStream(t, te.Client, te.Processed)
-	srv, err := localdynamo.StartSQS(ctx, func(o *localdynamo.Options) { o.Log = io.Discard })
+	srv, err := idemtest.StartSQS(ctx, func(o *idemtest.ServerOptions) { o.Log = io.Discard })
 	if err != nil {
 		t.Fatal(err)
 	}

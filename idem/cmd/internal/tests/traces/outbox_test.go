@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/wire"
 	"github.com/idemkit/kit/idem/outbox"
 )
@@ -93,7 +93,7 @@ func TestSendSpans(t *testing.T) {
 // own, and a client of it.
 func localQueue(t *testing.T, name string) (*sqs.Client, string) {
 	t.Helper()
-	srv, err := localdynamo.StartSQS(context.Background(), func(o *localdynamo.Options) { o.Log = io.Discard })
+	srv, err := idemtest.StartSQS(context.Background(), func(o *idemtest.ServerOptions) { o.Log = io.Discard })
 	if err != nil {
 		t.Fatal(err)
 	}

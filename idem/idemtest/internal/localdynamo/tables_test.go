@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/idemtest/internal/localdynamo"
 )
 
 // TestCreateTableAfterALostAnswer: the answer to enabling a table's TTL is

@@ -2,6 +2,11 @@
 // that behaves like DynamoDB under load, for tests, the local stack and
 // benchmarks.
 //
+// It is test support, internal to idemtest, and nothing a function links
+// imports it: idemtest's Endpoint shares one server across a test binary,
+// and the tooling (idem/cmd) starts its own through idemtest.StartDynamoDB
+// and idemtest.StartSQS.
+//
 // It runs moto (https://github.com/getmoto/moto, Apache-2.0; DynamoDB
 // Local's licence keeps it off these machines) with a patch, embedded here
 // as localdynamo.py and its ldpatch package (a Python module per concern),

@@ -29,7 +29,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/idemkit/kit/idem/idemtest"
-	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/idemtest/internal/localdynamo"
 )
 
 // A write is one call a case makes; wantFail says the call must fail (a

@@ -50,10 +50,12 @@ Last, it refuses what DynamoDB refuses, before anything is read or written
 The patches live in the ldpatch package beside this file, one module per
 concern: transactions (2, 4), streams (5 to 8), ttl (3), sqs, and for 9
 model, values, expressions, items, batches and operations (the wiring).
-It is started by the Go package github.com/idemkit/kit/idem/internal/localdynamo, which
-embeds these files. With --mode sqs it serves moto unserialized, so SQS long
-polls never stall DynamoDB requests, and patched (ldpatch/sqs) where moto
-differs from SQS in what the kit's relay and redrive depend on:
+It is started by the Go package
+github.com/idemkit/kit/idem/idemtest/internal/localdynamo, which embeds these
+files (the kit's tests and tooling reach it through idemtest). With --mode
+sqs it serves moto unserialized, so SQS long polls never stall DynamoDB
+requests, and patched (ldpatch/sqs) where moto differs from SQS in what the
+kit's relay and redrive depend on:
   a. a SendMessageBatch entry's MessageSystemAttributes (its AWSTraceHeader)
      are kept, as SQS keeps them and moto does only for SendMessage;
   b. a message moved to its dead-letter queue carries the system attribute

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/idemkit/kit/idem/internal/localdynamo"
+	"github.com/idemkit/kit/idem/idemtest/internal/localdynamo"
 )
 
 // TestSQSAsSQS: what the local SQS does as SQS does and stock moto does
