@@ -79,6 +79,12 @@
 // JSON numbers from -128 to 127); an event with another value fails to
 // decode before the handler runs, which Lambda never sends.
 //
+// Options are the options every batch consumer takes (idem/batch's
+// Options, each default on its field, embedded) and SharedAcrossClusters.
+// Two defaults are this package's own: Options.Key defaults to
+// DefaultKey, and Options.Source to the record's topic and its cluster's
+// ClusterTag, "credits@eb841f791d20" (Keys, above).
+//
 // Kafka keeps no delivery count: each message's idem.Message.Attempt is 0,
 // and a redelivery is the same records again, from the partition's first
 // uncommitted offset. The message's Payload is the record's value.

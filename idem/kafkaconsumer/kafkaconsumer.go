@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/batch"
 	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
@@ -32,21 +32,12 @@ type BatchHandler func(ctx context.Context, ev events.KafkaEvent) (Response, err
 // order. A record not started for the deadline is idem.ErrDeadline.
 var errPartitionStopped = errors.New("kafkaconsumer: not started: an earlier record of its partition failed")
 
-// Options configure the batch handler New returns. Every default is written
-// once, on its field, and applied in New.
+// Options configure the batch handler New returns: the options the batch
+// consumers share, each default on its field (idem/batch), Key's and
+// Source's this package's own (the package doc), and the Kafka
+// consumer's own option.
 type Options struct {
-	// Key reads a record's idempotency key; a record whose key is empty or
-	// unreadable is reported failed. Defaults to DefaultKey.
-	Key KeyFunc
-
-	// Source names the sender in logs and metrics and, unless the Store
-	// sets idem.Options.Scope, scopes the keys, so New refuses one the
-	// Store cannot take as a message's Source. Set, it is one scope for
-	// every topic and cluster the function reads. Defaults to the
-	// record's topic and its cluster, "credits@eb841f791d20" (ClusterTag):
-	// two topics, or one topic name in two clusters, may use one id, or
-	// one partition and offset, for two messages.
-	Source string
+	batch.Options[events.KafkaRecord]
 
 	// SharedAcrossClusters leaves the cluster out of the default Source:
 	// the topic alone ("credits"), the scope before this release, so that
@@ -59,43 +50,11 @@ type Options struct {
 	// second skipped as a Duplicate or failed as a key reused. Unused when
 	// Source is set. Defaults to false: the cluster in the scope.
 	SharedAcrossClusters bool
-
-	// Concurrency bounds how many partitions are processed at once; a
-	// partition's records run one after another. Unused with
-	// BatchTransactions. Defaults to 10.
-	Concurrency int
-
-	// BatchTransactions commits the batch's records together, through
-	// idem.Store.ProcessBatch, in as few transactions as DynamoDB's limits
-	// allow, each call taking at most one record of each partition, so a
-	// partition's records still commit in order. Handlers run one after
-	// another. Defaults to false: each record in a transaction of its own,
-	// partitions concurrently.
-	BatchTransactions bool
-
-	// DeadlineMargin is the time kept in hand before the Lambda deadline:
-	// no record starts once less remains, and records already running are
-	// cut off at half of it, so the batch response is returned before
-	// Lambda times out (a timeout would retry the whole batch). Keep it
-	// well under the function's timeout. Negative turns both off.
-	// Defaults to 2 seconds.
-	DeadlineMargin time.Duration
-
-	// Lease, when set, runs each record's handler under a lease
-	// (idem.Store.ProcessLeased), for handlers that call other services
-	// before their writes can be described: the claim is taken first, the
-	// handler calls out with idem.LeaseFromContext's key, and a record whose
-	// lease another delivery holds is reported failed, with the rest of its
-	// partition. The lease ends DeadlineMargin/2 plus LeaseOptions.Reserve
-	// before the Lambda deadline at the latest. Not with
-	// BatchTransactions. Defaults to nil: no lease, the claim and the
-	// effect in one transaction.
-	Lease *idem.LeaseOptions
 }
 
 // consumer is the batch handler New returns.
 type consumer struct {
-	lanes *adapt.LaneRunner[record]
+	lanes *adapt.LaneRunner[record, events.KafkaRecord]
 	opts  Options
 }
 
@@ -107,27 +66,21 @@ type consumer struct {
 // or h, an Options.Source that store cannot take as a message's Source,
 // and lease options it cannot honour.
 func New(store *idem.Store, h Handler, optFns ...func(*Options)) (BatchHandler, error) {
-	if h == nil {
-		return nil, errors.New("kafkaconsumer: New: nil Handler")
-	}
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Key == nil {
-		o.Key = DefaultKey
-	}
 	c := &consumer{opts: o}
-	lanes, err := adapt.NewLaneRunner(store, "kafkaconsumer", adapt.LaneOptions{
-		Source: o.Source, Lease: o.Lease, Concurrency: o.Concurrency, BatchTransactions: o.BatchTransactions, DeadlineMargin: o.DeadlineMargin,
-	}, adapt.Records[record]{
-		Handle:   func(ctx context.Context, r record) (idem.Effect, error) { return h(ctx, r.rec) },
-		Message:  c.message,
-		Key:      c.key,
-		NoSource: errors.New("the record names no topic and Options.Source is unset"),
-		Name:     record.String,
-		Stopped:  stopped,
-		Span:     span,
+	lanes, err := adapt.NewLaneRunner(store, "kafkaconsumer", o.Options, adapt.Records[record, events.KafkaRecord]{
+		Handle:     h,
+		Record:     func(r record) events.KafkaRecord { return r.rec },
+		Message:    c.message,
+		DefaultKey: DefaultKey,
+		NoKey:      ErrNoKey,
+		NoSource:   errors.New("the record names no topic and Options.Source is unset"),
+		Name:       record.String,
+		Stopped:    stopped,
+		Span:       span,
 	})
 	if err != nil {
 		return nil, err
@@ -208,14 +161,4 @@ func (c *consumer) message(r record) (idem.Message, error) {
 	}
 	msg.Payload = v
 	return msg, nil
-}
-
-// key runs Options.Key (adapt.ReadKey). A key returned with an error is
-// dropped: KeyFunc promises nothing of it.
-func (c *consumer) key(r record) (string, error) {
-	key, err := adapt.ReadKey("kafkaconsumer.Options.Key", ErrNoKey, func() (string, error) { return c.opts.Key(r.rec) })
-	if err != nil {
-		return "", err
-	}
-	return key, nil
 }

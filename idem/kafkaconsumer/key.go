@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/kit/idem/internal/adapt"
+	"github.com/idemkit/kit/idem/batch"
 )
 
 // KeyHeader is the record header a producer sets to name a record's
@@ -26,9 +26,8 @@ const KeyHeader = "idempotency-key"
 // ErrNoKey: the record carries no idempotency key.
 var ErrNoKey = errors.New("kafkaconsumer: no idempotency key")
 
-// A KeyFunc returns a record's idempotency key: "" when the record has no
-// key of the kind it reads, an error when it has one that cannot be used.
-type KeyFunc func(rec events.KafkaRecord) (string, error)
+// A KeyFunc returns a record's idempotency key (batch.KeyFunc).
+type KeyFunc = batch.KeyFunc[events.KafkaRecord]
 
 // DefaultKey is the key order used when Options.Key is nil: HeaderKey,
 // then OffsetKey.
@@ -38,7 +37,7 @@ var defaultKey = FirstKey(HeaderKey, OffsetKey)
 
 // FirstKey returns the first non-empty key of fns, in order, stopping at the
 // first error: a key that is present but unusable is not skipped over.
-func FirstKey(fns ...KeyFunc) KeyFunc { return adapt.FirstKey(fns) }
+func FirstKey(fns ...KeyFunc) KeyFunc { return batch.FirstKey(fns...) }
 
 // HeaderKey reads the record header idempotency-key, whose bytes must be
 // UTF-8 text that is not empty, nor only white space. Kafka allows a header name more than once: repeats

@@ -2,7 +2,9 @@ package kafkaconsumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -215,5 +217,33 @@ func TestTwoClustersOneTopic(t *testing.T) {
 				e.checkBalances(t, map[string]int{"acc-1": tc.balance})
 			})
 		}
+	}
+}
+
+// TestFailedLogNamesKey: a key function that reads the key and then finds
+// the value it cannot use fails the record before any claim, and the
+// Failed line carries the key it read, as sqsconsumer's does, so that the
+// failure can be found in the logs by its key.
+func TestFailedLogNamesKey(t *testing.T) {
+	e := newEnv(t)
+	key := func(rec events.KafkaRecord) (string, error) {
+		k, err := kafkaconsumer.HeaderKey(rec)
+		if err == nil && rec.Value == "" {
+			err = errors.New("a tombstone is no credit")
+		}
+		return k, err
+	}
+	rec := idemtest.KafkaRecord("credits", 0, 15, "", map[string]string{kafkaconsumer.KeyHeader: "evt_bad"})
+	checkFailed(t, e.run(t, context.Background(), idemtest.KafkaEvent(rec), func(o *kafkaconsumer.Options) { o.Key = key }), "credits-0@15")
+	var line map[string]any
+	if err := json.Unmarshal(e.logs.Bytes(), &line); err != nil {
+		t.Fatalf("%v: %s", err, e.logs.String())
+	}
+	if line["outcome"] != "Failed" || line["id"] != "evt_bad" || line["partition"] != "credits-0" ||
+		!strings.Contains(fmt.Sprint(line["error"]), "a tombstone is no credit") {
+		t.Errorf("want the Failed line with id evt_bad, got %s", e.logs.String())
+	}
+	if n := e.Claims(t); n != 0 {
+		t.Errorf("want no claim, got %d", n)
 	}
 }

@@ -85,9 +85,8 @@
 //
 // An IdempotencyKey attribute that is present but not a String, or
 // empty, or only white space, fails the record rather than fall back to
-// another key. Keys are scoped
-// by the queue's name (also the metrics' Source) unless the Store sets a
-// Scope. An SQS key is an opaque id: one holding control or non-ASCII
+// another key. Keys are scoped by the Source (also the metrics'), the
+// queue's name by default (below), unless the Store sets a Scope. An SQS key is an opaque id: one holding control or non-ASCII
 // characters is applied once like any other, and logged escaped.
 //
 // Successes: Processed, Duplicate, and a rejection the effect recorded
@@ -109,6 +108,12 @@
 // record fails under that key without a claim. With Options.Lease, a record whose lease another delivery
 // holds fails too, counted as InFlight, to come back after the visibility
 // timeout.
+//
+// Options are the options every batch consumer takes (idem/batch's
+// Options, each default on its field), set in New's optFns. Two defaults
+// are this package's own: Options.Key defaults to DefaultKey, and
+// Options.Source to the queue's name, the last segment of the record's
+// eventSourceARN (QueueName).
 //
 // Lambda's guide to partial batch responses:
 // https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html

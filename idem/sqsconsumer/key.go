@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/kit/idem/internal/adapt"
+	"github.com/idemkit/kit/idem/batch"
 )
 
 // KeyAttribute is the message attribute a producer sets to name a message's
@@ -42,12 +42,8 @@ const (
 // ErrNoKey: the record carries no idempotency key.
 var ErrNoKey = errors.New("sqsconsumer: no idempotency key")
 
-// A KeyFunc returns a record's idempotency key: "" when the record has no
-// key of the kind it reads, an error when it has one that cannot be used.
-// A key returned with an error is not claimed: it names the failed record
-// in the log line, as when a function reads the key and then finds the
-// body it cannot decode.
-type KeyFunc func(rec events.SQSMessage) (string, error)
+// A KeyFunc returns a record's idempotency key (batch.KeyFunc).
+type KeyFunc = batch.KeyFunc[events.SQSMessage]
 
 // DefaultKey is the key order used when Options.Key is nil: AttributeKey,
 // then DeduplicationKey, then MessageIDKey.
@@ -57,7 +53,7 @@ var defaultKey = FirstKey(AttributeKey, DeduplicationKey, MessageIDKey)
 
 // FirstKey returns the first non-empty key of fns, in order, stopping at the
 // first error: a key that is present but unusable is not skipped over.
-func FirstKey(fns ...KeyFunc) KeyFunc { return adapt.FirstKey(fns) }
+func FirstKey(fns ...KeyFunc) KeyFunc { return batch.FirstKey(fns...) }
 
 // AttributeKey reads the message attribute IdempotencyKey, which must be a
 // String (or a custom String type such as "String.uuid") that is not

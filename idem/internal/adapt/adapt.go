@@ -4,8 +4,8 @@
 // and recovers as the Store does, through the Store's Core
 // (idem/internal/seam). The batch adapters share the rest of their
 // machinery here too, generic over their record type: a LaneRunner runs a
-// batch's records in lanes, each stopped at its first failure, and
-// ReadKey, FirstKey and JSONHandler are their Options.Key and JSONHandler.
+// batch's records in lanes, each stopped at its first failure, under their
+// shared options (idem/batch), and JSONHandler is their JSONHandler.
 package adapt
 
 import (

@@ -24,17 +24,3 @@ func ReadKey(callback string, noKey error, fn func() (string, error)) (key strin
 	}
 	return key, nil
 }
-
-// FirstKey returns the first non-empty key of fns, in order, stopping at
-// the first error: a key that is present but unusable is not skipped over.
-// A key of only white space is empty, as ReadKey takes it.
-func FirstKey[F ~func(R) (string, error), R any](fns []F) F {
-	return func(rec R) (string, error) {
-		for _, fn := range fns {
-			if key, err := fn(rec); strings.TrimSpace(key) != "" || err != nil {
-				return key, err
-			}
-		}
-		return "", nil
-	}
-}

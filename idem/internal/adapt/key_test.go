@@ -50,33 +50,6 @@ func TestReadKey(t *testing.T) {
 	}
 }
 
-func TestFirstKey(t *testing.T) {
-	type keyFunc func(string) (string, error)
-	unusable := errors.New("unusable")
-	none := keyFunc(func(string) (string, error) { return "", nil })
-	bad := keyFunc(func(string) (string, error) { return "", unusable })
-	echo := keyFunc(func(s string) (string, error) { return s, nil })
-	blank := keyFunc(func(string) (string, error) { return "   ", nil })
-	for _, tc := range []struct {
-		name string
-		fns  []keyFunc
-		key  string
-		err  error
-	}{
-		{"none", nil, "", nil},
-		{"the first non-empty", []keyFunc{none, echo, bad}, "rec", nil},
-		{"an error before a key", []keyFunc{none, bad, echo}, "", unusable},
-		{"no key of any kind", []keyFunc{none, none}, "", nil},
-		{"a key of only spaces is none", []keyFunc{blank, echo}, "rec", nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if key, err := adapt.FirstKey(tc.fns)("rec"); key != tc.key || !errors.Is(err, tc.err) {
-				t.Errorf("want %q, %v; got %q, %v", tc.key, tc.err, key, err)
-			}
-		})
-	}
-}
-
 // TestKeyFailuresAreReported: a record that cannot be a message, whose
 // key cannot be read, or that names no Source fails alone, reported
 // Failed with its name and reason, and nothing is claimed for it. Its log
@@ -86,9 +59,11 @@ func TestKeyFailuresAreReported(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			e := newEnv(t)
-			var o adapt.LaneOptions
+			var o laneOptions
 			mode.opt(&o)
-			r, err := adapt.NewLaneRunner(e.store, "adapt", o, adapt.Records[testRecord]{
+			r, err := adapt.NewLaneRunner(e.store, "adapt", o, adapt.Records[testRecord, testRecord]{
+				Record: func(rec testRecord) testRecord { return rec },
+				NoKey:  errNoKey,
 				Handle: func(ctx context.Context, rec testRecord) (idem.Effect, error) { return e.credit(ctx, rec.id) },
 				Message: func(rec testRecord) (idem.Message, error) {
 					switch rec.id {
@@ -99,7 +74,7 @@ func TestKeyFailuresAreReported(t *testing.T) {
 					}
 					return idem.Message{Source: "lanes", Payload: []byte(rec.id)}, nil
 				},
-				Key: func(rec testRecord) (string, error) {
+				DefaultKey: func(rec testRecord) (string, error) {
 					switch rec.id {
 					case "no-key", "no-source-nor-key":
 						return "read-before", errors.New("unusable key")

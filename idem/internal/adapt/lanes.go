@@ -8,41 +8,37 @@ import (
 	"time"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/batch"
 	"github.com/idemkit/kit/idem/internal/seam"
 )
 
-// The defaults of LaneOptions, which each batch adapter writes on its own
-// Options' fields.
+// The defaults of batch.Options, which its fields document.
 const (
 	DefaultConcurrency    = 10 // the event source mappings' default batch size
 	DefaultDeadlineMargin = 2 * time.Second
 )
 
-// LaneOptions are the options of a batch adapter (idem/sqsconsumer,
-// idem/kafkaconsumer) that its LaneRunner reads. Each adapter documents
-// them on its own Options, for its users; NewLaneRunner checks them and
-// applies their defaults.
-type LaneOptions struct {
-	Source            string // as adapt.New takes it
-	Lease             *idem.LeaseOptions
-	Concurrency       int // lanes at once; DefaultConcurrency when not positive
-	BatchTransactions bool
-	DeadlineMargin    time.Duration // DefaultDeadlineMargin when 0; negative: none
-}
+// Records is what a batch adapter alone knows of its records of type R,
+// which its users' handlers and KeyFuncs read as a K (events.SQSMessage,
+// events.KafkaRecord).
+type Records[R, K any] struct {
+	// Handle is the user's handler; New refuses a nil one.
+	Handle func(ctx context.Context, rec K) (idem.Effect, error)
 
-// Records is what a batch adapter alone knows of its records of type R.
-type Records[R any] struct {
-	// Handle is the user's handler.
-	Handle func(ctx context.Context, rec R) (idem.Effect, error)
+	// Record is what of rec the user's handler and KeyFunc read.
+	Record func(rec R) K
 
 	// Message is rec as the Store takes it, without its ID. With an error
 	// rec cannot be claimed, and the message holds what its log line can
 	// name.
 	Message func(rec R) (idem.Message, error)
 
-	// Key is rec's idempotency key (ReadKey). With an error, the key read
-	// before it failed, if any, names rec in its log line, never a claim.
-	Key func(rec R) (string, error)
+	// DefaultKey is the adapter's key when batch.Options.Key is nil.
+	DefaultKey batch.KeyFunc[K]
+
+	// NoKey is the error of a record whose key is empty: the adapter's
+	// ErrNoKey.
+	NoKey error
 
 	// NoSource says why a record whose message has no Source fails: its key
 	// would fall in the shared "default" scope, where another sender's ids
@@ -67,16 +63,20 @@ type Records[R any] struct {
 // record on, in order. Lanes run at once up to Concurrency, each record in
 // a transaction of its own; with BatchTransactions, in waves of one record
 // of each lane, each wave committed together (waves.go).
-type LaneRunner[R any] struct {
+type LaneRunner[R, K any] struct {
 	proc *Processor
-	recs Records[R]
-	opts LaneOptions
+	recs Records[R, K]
+	opts batch.Options[K]
+	pkg  string
 }
 
 // NewLaneRunner checks, once, the options a batch adapter named pkg
 // ("sqsconsumer") was built with, and applies their defaults. Its errors
 // read as the adapter's New's.
-func NewLaneRunner[R any](store *idem.Store, pkg string, o LaneOptions, recs Records[R]) (*LaneRunner[R], error) {
+func NewLaneRunner[R, K any](store *idem.Store, pkg string, o batch.Options[K], recs Records[R, K]) (*LaneRunner[R, K], error) {
+	if recs.Handle == nil {
+		return nil, fmt.Errorf("%s: New: nil Handler", pkg)
+	}
 	if o.Lease != nil && o.BatchTransactions {
 		return nil, fmt.Errorf("%s: New: Options.Lease and BatchTransactions exclude each other: a lease claims each record before its handler runs, alone", pkg)
 	}
@@ -90,14 +90,17 @@ func NewLaneRunner[R any](store *idem.Store, pkg string, o LaneOptions, recs Rec
 	if o.DeadlineMargin == 0 {
 		o.DeadlineMargin = DefaultDeadlineMargin
 	}
-	return &LaneRunner[R]{proc: proc, recs: recs, opts: o}, nil
+	if o.Key == nil {
+		o.Key = recs.DefaultKey
+	}
+	return &LaneRunner[R, K]{proc: proc, recs: recs, opts: o, pkg: pkg}, nil
 }
 
 // Run runs recs, split into lanes of indexes into recs, and returns each
 // record's failure, nil for a record that committed or was a duplicate.
 // It never panics and never returns early: a function error or a crash
 // would send the whole batch back, the records that committed included.
-func (l *LaneRunner[R]) Run(ctx context.Context, recs []R, lanes [][]int) []error {
+func (l *LaneRunner[R, K]) Run(ctx context.Context, recs []R, lanes [][]int) []error {
 	errs := make([]error, len(recs))
 	// Records start while more than the margin remains (ctx); the ones
 	// running are cut off at half of it (work), so that the response is
@@ -126,7 +129,7 @@ func (l *LaneRunner[R]) Run(ctx context.Context, recs []R, lanes [][]int) []erro
 }
 
 // runLanes runs the lanes on up to Options.Concurrency workers.
-func (l *LaneRunner[R]) runLanes(ctx, work context.Context, recs []R, lanes [][]int, errs []error) {
+func (l *LaneRunner[R, K]) runLanes(ctx, work context.Context, recs []R, lanes [][]int, errs []error) {
 	var (
 		next atomic.Int64
 		wg   sync.WaitGroup
@@ -147,7 +150,7 @@ func (l *LaneRunner[R]) runLanes(ctx, work context.Context, recs []R, lanes [][]
 
 // runLane processes a lane's records in order; after the first failure the
 // rest are reported failed unprocessed, which keeps the lane's order.
-func (l *LaneRunner[R]) runLane(ctx, work context.Context, recs []R, lane []int, errs []error) {
+func (l *LaneRunner[R, K]) runLane(ctx, work context.Context, recs []R, lane []int, errs []error) {
 	failed := -1
 	for _, i := range lane {
 		rec := recs[i]
@@ -177,7 +180,7 @@ func guard(what string, fn func() error) error {
 }
 
 // mayStart says whether a record may start: more than the margin remains.
-func (l *LaneRunner[R]) mayStart(ctx context.Context) bool {
+func (l *LaneRunner[R, K]) mayStart(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false
 	}
@@ -186,7 +189,7 @@ func (l *LaneRunner[R]) mayStart(ctx context.Context) bool {
 }
 
 // process runs one record through the Store, which logs and counts it.
-func (l *LaneRunner[R]) process(ctx context.Context, rec R) error {
+func (l *LaneRunner[R, K]) process(ctx context.Context, rec R) error {
 	msg, err := l.keyed(ctx, rec)
 	if err != nil {
 		return err
@@ -195,17 +198,17 @@ func (l *LaneRunner[R]) process(ctx context.Context, rec R) error {
 		ctx = seam.WithSpan(ctx, l.recs.Span(rec))
 	}
 	_, err = l.proc.Process(ctx, msg, func(ctx context.Context, _ idem.Message) (idem.Effect, error) {
-		return l.recs.Handle(ctx, rec)
+		return l.recs.Handle(ctx, l.recs.Record(rec))
 	})
 	return err
 }
 
 // keyed is the record's message, or the reported failure to make it.
-func (l *LaneRunner[R]) keyed(ctx context.Context, rec R) (idem.Message, error) {
+func (l *LaneRunner[R, K]) keyed(ctx context.Context, rec R) (idem.Message, error) {
 	msg, err := l.recs.Message(rec)
 	var key string
 	if err == nil {
-		key, err = l.recs.Key(rec)
+		key, err = l.key(rec)
 	}
 	if err == nil && msg.Source == "" {
 		err = l.recs.NoSource
@@ -222,11 +225,17 @@ func (l *LaneRunner[R]) keyed(ctx context.Context, rec R) (idem.Message, error) 
 	return msg, nil
 }
 
+// key runs Options.Key (ReadKey): with an error, the key is the one
+// Options.Key read before it failed, if any, for the log line.
+func (l *LaneRunner[R, K]) key(rec R) (string, error) {
+	return ReadKey(l.pkg+".Options.Key", l.recs.NoKey, func() (string, error) { return l.opts.Key(l.recs.Record(rec)) })
+}
+
 // skip reports a record that was not processed; the Store logs and counts
 // it like any other failure.
-func (l *LaneRunner[R]) skip(ctx context.Context, rec R, why error) error {
+func (l *LaneRunner[R, K]) skip(ctx context.Context, rec R, why error) error {
 	msg, _ := l.recs.Message(rec)
-	msg.ID, _ = l.recs.Key(rec)
+	msg.ID, _ = l.key(rec)
 	err := fmt.Errorf("record %s: %w", l.recs.Name(rec), why)
 	l.proc.Fail(ctx, msg, err)
 	return err

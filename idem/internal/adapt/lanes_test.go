@@ -45,7 +45,7 @@ func TestConcurrency(t *testing.T) {
 					reached        = make(chan struct{})
 					once           sync.Once
 				)
-				d := e.build(t, w, adapt.LaneOptions{Concurrency: tc.concurrency}, func(ctx context.Context, id string) (idem.Effect, error) {
+				d := e.build(t, w, laneOptions{Concurrency: tc.concurrency}, func(ctx context.Context, id string) (idem.Effect, error) {
 					mu.Lock()
 					inFlight++
 					most = max(most, inFlight)
@@ -68,7 +68,7 @@ func TestConcurrency(t *testing.T) {
 					}
 					return e.credit(ctx, id)
 				})
-				recs := batch("r", 24, tc.lane)
+				recs := testBatch("r", 24, tc.lane)
 				checkFailed(t, d(context.Background(), recs))
 				if most != tc.want {
 					t.Errorf("most handlers in flight: want %d, got %d", tc.want, most)
@@ -98,7 +98,7 @@ func TestLaneStopsAtItsFirstFailure(t *testing.T) {
 		for _, mode := range modes {
 			t.Run(w.name+"/"+mode.name, func(t *testing.T) {
 				e := newEnv(t)
-				var o adapt.LaneOptions
+				var o laneOptions
 				mode.opt(&o)
 				d := e.build(t, w, o, e.credit)
 				checkFailed(t, d(context.Background(), recs), "fail-a2", "a3", "panic-c1", "c2")
@@ -149,7 +149,7 @@ func TestDeadlineMargin(t *testing.T) {
 			for _, mode := range modes {
 				t.Run(tc.name+"/"+w.name+"/"+mode.name, func(t *testing.T) {
 					e := newEnv(t)
-					o := adapt.LaneOptions{DeadlineMargin: tc.margin}
+					o := laneOptions{DeadlineMargin: tc.margin}
 					mode.opt(&o)
 					d := e.build(t, w, o, e.credit)
 					recs := []testRecord{{"d1", 0}, {"d2", 1}, {"d3", 1}}
@@ -194,7 +194,7 @@ func TestRunningRecordsStopAtHalfTheMargin(t *testing.T) {
 				ctx, cancel := context.WithDeadline(context.Background(), deadline)
 				defer cancel()
 				var got time.Time
-				o := adapt.LaneOptions{DeadlineMargin: 10 * time.Minute}
+				o := laneOptions{DeadlineMargin: 10 * time.Minute}
 				mode.opt(&o)
 				d := e.build(t, w, o, func(ctx context.Context, id string) (idem.Effect, error) {
 					got, _ = ctx.Deadline()
@@ -220,7 +220,7 @@ func TestStorePanicFailsRecordsNotTheProcess(t *testing.T) {
 	for _, w := range ways {
 		for _, mode := range []struct {
 			name   string
-			opt    func(*adapt.LaneOptions)
+			opt    func(*laneOptions)
 			failed []string
 		}{
 			{modes[0].name, modes[0].opt, []string{"bad", "after"}},
@@ -228,7 +228,7 @@ func TestStorePanicFailsRecordsNotTheProcess(t *testing.T) {
 		} {
 			t.Run(w.name+"/"+mode.name, func(t *testing.T) {
 				e := newEnv(t, func(o *idem.Options) { o.Logger = slog.New(&panicOnce{id: "bad"}) })
-				var o adapt.LaneOptions
+				var o laneOptions
 				mode.opt(&o)
 				d := e.build(t, w, o, e.credit)
 				checkFailed(t, d(context.Background(), recs), mode.failed...)
@@ -282,7 +282,7 @@ func TestLeaseInFlightElsewhere(t *testing.T) {
 				}
 				return e.credit(ctx, id)
 			}
-			o := adapt.LaneOptions{Lease: &idem.LeaseOptions{}}
+			o := laneOptions{Lease: &idem.LeaseOptions{}}
 			here := e.build(t, w, o, h)
 			there, err := w.build(e.Store(t, func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil)) }), o, h)
 			if err != nil {
@@ -315,21 +315,21 @@ func TestNewRefusesBadWiring(t *testing.T) {
 		name  string
 		store *idem.Store
 		h     recordHandler
-		o     adapt.LaneOptions
+		o     laneOptions
 		error string // after "<package>: New: "; "" when New accepts
 	}{
-		{"nil store", nil, e.credit, adapt.LaneOptions{}, "nil Store"},
-		{"nil handler (JSONHandler(nil))", e.store, nil, adapt.LaneOptions{}, "nil Handler"},
-		{"Source over 1,024 bytes", e.store, e.credit, adapt.LaneOptions{Source: strings.Repeat("s", 1025)}, "Options.Source: Source is 1025 bytes"},
-		{"Source all spaces", e.store, e.credit, adapt.LaneOptions{Source: "   "}, "Options.Source: Source is all spaces"},
-		{"Source with a control character", e.store, e.credit, adapt.LaneOptions{Source: "credits\n"}, "Options.Source"},
-		{"Source with # as the scope", e.store, e.credit, adapt.LaneOptions{Source: "billing#eu"}, `Options.Source: source "billing#eu" holds a "#"`},
-		{"Source with # beside a Scope", scoped, e.credit, adapt.LaneOptions{Source: "billing#eu"}, ""},
-		{"Lease with BatchTransactions", e.store, e.credit, adapt.LaneOptions{Lease: &idem.LeaseOptions{}, BatchTransactions: true},
+		{"nil store", nil, e.credit, laneOptions{}, "nil Store"},
+		{"nil handler (JSONHandler(nil))", e.store, nil, laneOptions{}, "nil Handler"},
+		{"Source over 1,024 bytes", e.store, e.credit, laneOptions{Source: strings.Repeat("s", 1025)}, "Options.Source: Source is 1025 bytes"},
+		{"Source all spaces", e.store, e.credit, laneOptions{Source: "   "}, "Options.Source: Source is all spaces"},
+		{"Source with a control character", e.store, e.credit, laneOptions{Source: "credits\n"}, "Options.Source"},
+		{"Source with # as the scope", e.store, e.credit, laneOptions{Source: "billing#eu"}, `Options.Source: source "billing#eu" holds a "#"`},
+		{"Source with # beside a Scope", scoped, e.credit, laneOptions{Source: "billing#eu"}, ""},
+		{"Lease with BatchTransactions", e.store, e.credit, laneOptions{Lease: &idem.LeaseOptions{}, BatchTransactions: true},
 			"Options.Lease and BatchTransactions exclude each other"},
-		{"Lease", e.store, e.credit, adapt.LaneOptions{Lease: &idem.LeaseOptions{}}, ""},
-		{"Source", e.store, e.credit, adapt.LaneOptions{Source: "credits"}, ""},
-		{"no Source: each record names its own", e.store, e.credit, adapt.LaneOptions{}, ""},
+		{"Lease", e.store, e.credit, laneOptions{Lease: &idem.LeaseOptions{}}, ""},
+		{"Source", e.store, e.credit, laneOptions{Source: "credits"}, ""},
+		{"no Source: each record names its own", e.store, e.credit, laneOptions{}, ""},
 	} {
 		for _, w := range ways {
 			if tc.h == nil && w.name == "LaneRunner" {

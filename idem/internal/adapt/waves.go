@@ -16,7 +16,7 @@ import (
 // processed. Two records of one lane in one call could not keep that: the
 // later one's handler would run before the earlier one's effect, and it
 // could commit when the earlier one failed.
-func (l *LaneRunner[R]) runWaves(ctx, work context.Context, recs []R, lanes [][]int, errs []error) {
+func (l *LaneRunner[R, K]) runWaves(ctx, work context.Context, recs []R, lanes [][]int, errs []error) {
 	failed := make([]int, len(lanes)) // the lane's first failed record, or -1
 	for i := range failed {
 		failed[i] = -1
@@ -69,7 +69,7 @@ func (l *LaneRunner[R]) runWaves(ctx, work context.Context, recs []R, lanes [][]
 			bctx = seam.WithBatchSpans(work, spans)
 		}
 		out := l.proc.Store.ProcessBatch(bctx, msgs, func(ctx context.Context, j int, _ idem.Message) (idem.Effect, error) {
-			return l.recs.Handle(ctx, recs[idx[j]])
+			return l.recs.Handle(ctx, l.recs.Record(recs[idx[j]]))
 		})
 		for j, r := range out {
 			if r.Err != nil {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/idemkit/kit/idem"
-	"github.com/idemkit/kit/idem/internal/adapt"
 )
 
 // TestWaves: with BatchTransactions each Store.ProcessBatch call takes at
@@ -21,15 +20,15 @@ func TestWaves(t *testing.T) {
 		recs          []testRecord
 		calls, single int // TransactWriteItems in batch mode, and per record
 	}{
-		{"ten lanes: one call", batch("w", 10, each), 1, 10},
-		{"one lane of four: a call per record", batch("w", 4, one), 4, 4},
-		{"three lanes of two: two calls", batch("w", 6, func(i int) int { return i % 3 }), 2, 6},
+		{"ten lanes: one call", testBatch("w", 10, each), 1, 10},
+		{"one lane of four: a call per record", testBatch("w", 4, one), 4, 4},
+		{"three lanes of two: two calls", testBatch("w", 6, func(i int) int { return i % 3 }), 2, 6},
 		{"lanes of one, two and three records: three calls", []testRecord{{"x1", 0}, {"y1", 1}, {"z1", 2}, {"y2", 1}, {"z2", 2}, {"z3", 2}}, 3, 6},
 	} {
 		for _, mode := range modes {
 			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
 				e := newEnv(t)
-				var o adapt.LaneOptions
+				var o laneOptions
 				mode.opt(&o)
 				d := e.build(t, ways[0], o, e.credit)
 				e.Calls.Reset()

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
+	"github.com/idemkit/kit/idem/batch"
 	"github.com/idemkit/kit/idem/idemtest"
 	"github.com/idemkit/kit/idem/internal/adapt"
 	"github.com/idemkit/kit/idem/internal/seam"
@@ -37,8 +38,8 @@ type testRecord struct {
 	lane int
 }
 
-// batch is records whose lanes are lanes(i), ids prefix0, prefix1, ….
-func batch(prefix string, n int, lane func(i int) int) []testRecord {
+// testBatch is records whose lanes are lanes(i), ids prefix0, prefix1, ….
+func testBatch(prefix string, n int, lane func(i int) int) []testRecord {
 	recs := make([]testRecord, n)
 	for i := range recs {
 		recs[i] = testRecord{fmt.Sprint(prefix, i), lane(i)}
@@ -59,23 +60,33 @@ type deliver func(ctx context.Context, recs []testRecord) []string
 // must be a nil Handler, which New must refuse.
 type way struct {
 	name  string
-	build func(store *idem.Store, o adapt.LaneOptions, h recordHandler) (deliver, error)
+	build func(store *idem.Store, o laneOptions, h recordHandler) (deliver, error)
+}
+
+// laneOptions are a test's options, which each way hands over as its own.
+type laneOptions = batch.Options[testRecord]
+
+// options is o for an adapter whose records are K, with its default Key.
+func options[K any](o laneOptions) batch.Options[K] {
+	return batch.Options[K]{Source: o.Source, Concurrency: o.Concurrency, BatchTransactions: o.BatchTransactions, DeadlineMargin: o.DeadlineMargin, Lease: o.Lease}
 }
 
 var errStopped = errors.New("an earlier record of its lane failed")
 
 var ways = []way{
-	{"LaneRunner", func(store *idem.Store, o adapt.LaneOptions, h recordHandler) (deliver, error) {
-		r, err := adapt.NewLaneRunner(store, "adapt", o, adapt.Records[testRecord]{
+	{"LaneRunner", func(store *idem.Store, o laneOptions, h recordHandler) (deliver, error) {
+		r, err := adapt.NewLaneRunner(store, "adapt", o, adapt.Records[testRecord, testRecord]{
+			Record: func(rec testRecord) testRecord { return rec },
+			NoKey:  errNoKey,
 			Handle: func(ctx context.Context, rec testRecord) (idem.Effect, error) { return h(ctx, rec.id) },
 			Message: func(rec testRecord) (idem.Message, error) {
 				return idem.Message{Source: cmp.Or(o.Source, "lanes"), Payload: []byte(rec.id)}, nil
 			},
-			Key:      func(rec testRecord) (string, error) { return rec.id, nil },
-			NoSource: errors.New("no source"),
-			Name:     func(rec testRecord) string { return rec.id },
-			Stopped:  func(_, after testRecord) error { return fmt.Errorf("%w (after %s)", errStopped, after.id) },
-			Span:     func(rec testRecord) seam.Span { return seam.Span{Name: "process " + rec.id} },
+			DefaultKey: func(rec testRecord) (string, error) { return rec.id, nil },
+			NoSource:   errors.New("no source"),
+			Name:       func(rec testRecord) string { return rec.id },
+			Stopped:    func(_, after testRecord) error { return fmt.Errorf("%w (after %s)", errStopped, after.id) },
+			Span:       func(rec testRecord) seam.Span { return seam.Span{Name: "process " + rec.id} },
 		})
 		if err != nil {
 			return nil, err
@@ -90,13 +101,13 @@ var ways = []way{
 			return sorted(failed)
 		}, nil
 	}},
-	{"sqsconsumer", func(store *idem.Store, o adapt.LaneOptions, h recordHandler) (deliver, error) {
+	{"sqsconsumer", func(store *idem.Store, o laneOptions, h recordHandler) (deliver, error) {
 		sh := sqsconsumer.JSONHandler[struct{}](nil) // nil
 		if h != nil {
 			sh = func(ctx context.Context, rec events.SQSMessage) (idem.Effect, error) { return h(ctx, rec.MessageId) }
 		}
 		fn, err := sqsconsumer.New(store, sh, func(so *sqsconsumer.Options) {
-			so.Source, so.Lease, so.Concurrency, so.BatchTransactions, so.DeadlineMargin = o.Source, o.Lease, o.Concurrency, o.BatchTransactions, o.DeadlineMargin
+			*so = options[events.SQSMessage](o)
 		})
 		if err != nil {
 			return nil, err
@@ -123,7 +134,7 @@ var ways = []way{
 			return sorted(failed)
 		}, nil
 	}},
-	{"kafkaconsumer", func(store *idem.Store, o adapt.LaneOptions, h recordHandler) (deliver, error) {
+	{"kafkaconsumer", func(store *idem.Store, o laneOptions, h recordHandler) (deliver, error) {
 		kh := kafkaconsumer.JSONHandler[struct{}](nil) // nil
 		if h != nil {
 			kh = func(ctx context.Context, rec events.KafkaRecord) (idem.Effect, error) {
@@ -132,7 +143,7 @@ var ways = []way{
 			}
 		}
 		fn, err := kafkaconsumer.New(store, kh, func(ko *kafkaconsumer.Options) {
-			ko.Source, ko.Lease, ko.Concurrency, ko.BatchTransactions, ko.DeadlineMargin = o.Source, o.Lease, o.Concurrency, o.BatchTransactions, o.DeadlineMargin
+			ko.Options = options[events.KafkaRecord](o)
 		})
 		if err != nil {
 			return nil, err
@@ -155,10 +166,10 @@ var ways = []way{
 // modes are the runner's two modes, as LaneOptions.
 var modes = []struct {
 	name string
-	opt  func(*adapt.LaneOptions)
+	opt  func(*laneOptions)
 }{
-	{"one transaction per record", func(*adapt.LaneOptions) {}},
-	{"BatchTransactions", func(o *adapt.LaneOptions) { o.BatchTransactions = true }},
+	{"one transaction per record", func(*laneOptions) {}},
+	{"BatchTransactions", func(o *laneOptions) { o.BatchTransactions = true }},
 }
 
 // lanes is recs' lanes, as the runner takes them: each lane's indexes in
@@ -206,7 +217,7 @@ func newEnv(t *testing.T, optFns ...func(*idem.Options)) *env {
 }
 
 // build is w's handler over the env's Store, which must build.
-func (e *env) build(t *testing.T, w way, o adapt.LaneOptions, h recordHandler) deliver {
+func (e *env) build(t *testing.T, w way, o laneOptions, h recordHandler) deliver {
 	t.Helper()
 	d, err := w.build(e.store, o, h)
 	if err != nil {
