@@ -71,18 +71,19 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go test through gotest (idem/cmd/internal/testphase): go test's own
 # lines, and the long tests' phase lines as they run, which plain go test
 # ./... shows only with -v, all of every package's log, once each package
-# has ended; the three modules' tests at once. staticcheck runs meanwhile
-# (its output after the tests'): the long tests mostly wait on their
-# servers, and its minute and a half fits in there. Every step runs
-# whatever another's result, and the last line says what passed or what
-# failed.
+# has ended; the three modules' tests at once; last the ten slowest
+# packages and tests (every test's time and log: bin/test.json, go test
+# -json's lines). staticcheck runs meanwhile (its output after the
+# tests'): the long tests mostly wait on their servers, and its minute and
+# a half fits in there. Every step runs whatever another's result, and
+# the last line says what passed or what failed.
 test: moto tools
 	@mkdir -p bin; failed=""; \
 	for m in $(MODULES); do echo "$(GO) vet ./... (in $$m)"; $(GO) -C $$m vet ./... || failed="$$failed vet($$m)"; done; \
 	$(GO) build -C idem/cmd -o $(CURDIR)/bin/gotest ./internal/testphase/gotest || failed="$$failed gotest"; \
 	echo '$(STATICCHECK) ./... (in each module, beside the tests)'; \
 	( rc=0; for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || rc=1; done; exit $$rc ) > bin/staticcheck.out 2>&1 & sc=$$!; \
-	bin/gotest -go $(GO) $(foreach m,$(MODULES),-C $(m)) -race -count=1 ./... || failed="$$failed tests"; \
+	bin/gotest -go $(GO) $(foreach m,$(MODULES),-C $(m)) -events bin/test.json -race -count=1 ./... || failed="$$failed tests"; \
 	wait $$sc || failed="$$failed staticcheck"; cat bin/staticcheck.out; \
 	$(MAKE) --no-print-directory lint-template || failed="$$failed template.yaml"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \

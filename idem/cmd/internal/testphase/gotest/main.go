@@ -6,11 +6,14 @@
 // The packages run in parallel as under plain `go test`: -json changes
 // only how their output is written.
 //
-//	gotest [-go GO] [-C DIR]... [go test flags] [packages]
+//	gotest [-go GO] [-C DIR]... [-events FILE] [go test flags] [packages]
 //
 // Each -C names a module's directory; their tests run at once, one go
 // test each, with the same flags and packages (default: the current
-// directory's module).
+// directory's module). -events writes go test's -json lines, every
+// module's, to FILE, for a test's subtests' times or its whole log. Its
+// last lines name the ten slowest packages and
+// the ten slowest top-level tests, with their times.
 package main
 
 import (
@@ -25,11 +28,15 @@ import (
 func main() {
 	goCmd, args := "go", os.Args[1:]
 	var dirs []string // -C: the modules to test, each by its directory
-	for len(args) >= 2 && (args[0] == "-go" || args[0] == "-C") {
-		if args[0] == "-go" {
+	var eventsFile string
+	for len(args) >= 2 && (args[0] == "-go" || args[0] == "-C" || args[0] == "-events") {
+		switch args[0] {
+		case "-go":
 			goCmd = args[1]
-		} else {
+		case "-C":
 			dirs = append(dirs, args[1])
+		case "-events":
+			eventsFile = args[1]
 		}
 		args = args[2:]
 	}
@@ -41,6 +48,14 @@ func main() {
 	// not Ignore, which go test would inherit.
 	signal.Notify(make(chan os.Signal, 1), os.Interrupt)
 	r := newReport(os.Stdout)
+	if eventsFile != "" {
+		f, err := os.Create(eventsFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gotest:", err)
+			os.Exit(1)
+		}
+		r.events = f // unbuffered: every line is in the file as it comes
+	}
 	// The modules' tests run at once, as one go test runs its packages:
 	// their long tests mostly wait on their servers.
 	codes := make([]int, len(dirs))
@@ -50,6 +65,7 @@ func main() {
 	}
 	wg.Wait()
 	r.finish()
+	r.slowest(10)
 	code := 0
 	for _, c := range codes {
 		code = max(code, c)
