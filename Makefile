@@ -24,7 +24,7 @@ MODULES = . functions idem/cmd
 # Instances, 8 invokes at once in one process (Linux, as root).
 LOCAL_FLAGS ?=
 
-.PHONY: test bench fuzz moto tools lint-template local demo build-QueueFunction build-ManagedQueueFunction build-WebhookFunction build-ManagedWebhookFunction build-LedgerFunction build-RelayFunction
+.PHONY: test chaos bench fuzz moto tools lint-template local demo build-QueueFunction build-ManagedQueueFunction build-WebhookFunction build-ManagedWebhookFunction build-LedgerFunction build-RelayFunction
 
 # The Managed* functions are the same functions on Lambda Managed Instances
 # (template.yaml, UseManagedInstances): the same build.
@@ -71,22 +71,38 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go test through gotest (idem/cmd/internal/testphase): go test's own
 # lines, and the long tests' phase lines as they run, which plain go test
 # ./... shows only with -v, all of every package's log, once each package
-# has ended; the three modules' tests at once. staticcheck runs meanwhile
-# (its output after the tests'): the long tests mostly wait on their
-# servers, and its minute and a half fits in there. Every step runs
-# whatever another's result, and the last line says what passed or what
-# failed.
+# has ended; the three modules' tests at once, the chaos suite, the
+# longest package, started first beside its module's others; last the ten
+# slowest packages and tests (every test's time and log: bin/test.json,
+# go test -json's lines). vet, staticcheck and the template's checks run
+# meanwhile, their output after the tests': the tests mostly wait on
+# their servers, and the checks fit in there. Every step runs whatever
+# another's result, and the last line says what passed or what failed.
+# The chaos soaks run here at sizes that meet every fault they inject;
+# make chaos runs them at the sizes the README's figures come from.
 test: moto tools
 	@mkdir -p bin; failed=""; \
-	for m in $(MODULES); do echo "$(GO) vet ./... (in $$m)"; $(GO) -C $$m vet ./... || failed="$$failed vet($$m)"; done; \
 	$(GO) build -C idem/cmd -o $(CURDIR)/bin/gotest ./internal/testphase/gotest || failed="$$failed gotest"; \
-	echo '$(STATICCHECK) ./... (in each module, beside the tests)'; \
-	( rc=0; for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || rc=1; done; exit $$rc ) > bin/staticcheck.out 2>&1 & sc=$$!; \
-	bin/gotest -go $(GO) $(foreach m,$(MODULES),-C $(m)) -race -count=1 ./... || failed="$$failed tests"; \
-	wait $$sc || failed="$$failed staticcheck"; cat bin/staticcheck.out; \
-	$(MAKE) --no-print-directory lint-template || failed="$$failed template.yaml"; \
+	echo 'go vet, staticcheck and the template'"'"'s checks beside the tests (their output after the tests'"'"')'; \
+	( for m in $(MODULES); do echo "$(GO) vet ./... (in $$m)"; $(GO) -C $$m vet ./... || echo "make test: failed: vet($$m)"; done; \
+	  for m in $(MODULES); do echo "$(STATICCHECK) ./... (in $$m)"; (cd $$m && $(STATICCHECK) ./...) || echo "make test: failed: staticcheck($$m)"; done; \
+	  $(MAKE) --no-print-directory lint-template || echo "make test: failed: template.yaml" ) > bin/checks.out 2>&1 & checks=$$!; \
+	bin/gotest -go $(GO) $(foreach m,$(MODULES),-C $(m)) -first idem/cmd/internal/tests/chaos -events bin/test.json -race -count=1 ./... || failed="$$failed tests"; \
+	wait $$checks; cat bin/checks.out; \
+	failed="$$failed$$(sed -n 's/^make test: failed: / /p' bin/checks.out | tr -d '\n')"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: passed: vet, staticcheck and the tests of the library, the functions and the tooling, template.yaml's checks"
+
+# The chaos soaks at the sizes whose figures the README and
+# idem/cmd/internal/tests/chaos/doc.go cite, each printing its figures
+# (the lines that name the seed): TestChaosReplay 2,000 messages,
+# TestChaosLease 400, TestChaosOutbox 2,000 credits, TestChaosAggregate
+# 1,200. About 3 minutes on 2 cores. CHAOS_FLAGS adds to them,
+# e.g. CHAOS_FLAGS='-chaos.seed 2'.
+CHAOS_FLAGS ?=
+chaos: moto
+	$(GO) test -C idem/cmd -race -count=1 -v -run '^TestChaos(Replay|Lease|Outbox|Aggregate)$$' ./internal/tests/chaos \
+	  -chaos.messages 2000 -chaos.leasemessages 400 -chaos.outboxcredits 2000 -chaos.aggregatecredits 1200 $(CHAOS_FLAGS)
 
 # Each fuzz target for a bounded time (FUZZTIME each); their seed corpora
 # (testdata/fuzz) already run in make test.

@@ -6,7 +6,10 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/kit/idem"
@@ -23,7 +26,21 @@ func TestFaultsNeverApplyTwice(t *testing.T) {
 		idemtest.FaultTruncatedResponse: 0.07, idemtest.FaultTransactionConflict: 0.07, idemtest.FaultReplicatedConflict: 0.03,
 	}}
 	e := newEnv(t)
-	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option), e.processed, func(o *idem.Options) {})
+	// The SDK's standard retryer (its attempts, its retry quota, one
+	// ClientRequestToken across a call's attempts) with waits of at most
+	// 20 ms × 2^attempt instead of up to 20 s, and the Store's own backoff
+	// as short: the waits change how long the test takes, not what it
+	// proves.
+	quick := func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
+				return rand.N(20 * time.Millisecond << min(attempt, 6)), nil
+			})
+		})
+	}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), faults.Option, quick), e.processed, func(o *idem.Options) {
+		o.BackoffBase, o.BackoffMax = time.Millisecond, 20*time.Millisecond
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,13 @@ func TestLeaseContentionIsInFlight(t *testing.T) {
 	h := newHandler(t, store, func(_ context.Context, rec events.SQSMessage) (idem.Effect, error) { return e.handler(rec) },
 		func(o *sqsconsumer.Options) { o.Lease = &idem.LeaseOptions{} })
 	rec := events.SQSMessage{MessageId: "m-1", EventSourceARN: queueARN, Body: `{"account":"acc-1","cents":100}`}
-	resp, _ := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec}})
+	// The invoke's deadline, as Lambda puts it on ctx: contention is
+	// retried until the record's deadline (DeadlineMargin/2 before it)
+	// less its reserve, then given up. Without one the Store retries for
+	// 30 seconds of wall time.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	resp, _ := h(ctx, events.SQSEvent{Records: []events.SQSMessage{rec}})
 	if len(resp.BatchItemFailures) != 1 {
 		t.Errorf("want m-1 failed for redelivery, got %+v", resp)
 	}

@@ -94,7 +94,16 @@ func TestLeaseContentionIs503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := sendV2(t, r, delivery{body: creditBody, headers: keyed("k-1")})
+	// The invoke's deadline, as Lambda puts it on ctx: contention is
+	// retried until the deadline's reserve, then answered. Without one
+	// the Store retries for 30 seconds of wall time.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := r.HandleV2(ctx, delivery{body: creditBody, headers: keyed("k-1")}.v2())
+	if err != nil {
+		t.Fatalf("HandleV2 returned an error: %v", err)
+	}
+	got := decodeAnswer(t, resp.StatusCode, resp.Headers, resp.Body, resp.IsBase64Encoded)
 	if got.status != 503 || got.headers["Retry-After"] == "" || strings.Contains(got.body, "nothing was applied") {
 		t.Errorf("want 503 with Retry-After, not a claim that nothing was applied; got %d %v %s", got.status, got.headers, got.body)
 	}

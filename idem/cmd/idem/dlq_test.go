@@ -157,7 +157,8 @@ func TestDLQ(t *testing.T) {
 	}
 
 	t.Run("classified, nothing moved", func(t *testing.T) {
-		out, errOut := f.mustRun(t, exitOK, dlqArgs...)
+		// The default long poll, which the other runs skip (fixture.run).
+		out, errOut := f.mustRun(t, exitOK, append(dlqArgs, "-wait", "1s")...)
 		contains(t, "stderr", errOut, "holds about 7 visible", "one without it against "+q.src+" (from ListDeadLetterSourceQueues)", "the claims' Source: each source queue's name")
 		contains(t, "table", out, "MESSAGE ID", "2 applied", "3 never-applied", "1 key-reused", "1 unreadable",
 			"nothing sent or deleted; every message read is visible again")

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,6 +20,7 @@ type event struct {
 	Package string
 	Test    string
 	Output  string
+	Elapsed float64 // seconds, on a test's or a package's pass or fail
 }
 
 // report turns go test's events back into its plain output, phase lines
@@ -25,8 +28,16 @@ type event struct {
 type report struct {
 	mu     sync.Mutex // several go tests' lines come at once
 	out    io.Writer
+	events io.Writer // go test's lines as they came, if set (-events)
 	pkgs   map[string]*pkgOutput
-	failed bool // a package failed
+	failed bool     // a package failed
+	times  []timing // each package and top-level test that ended
+}
+
+// timing is how long a package's tests, or one top-level test, took.
+type timing struct {
+	pkg, test string // test empty for the package
+	seconds   float64
 }
 
 // pkgOutput is a package's output so far, kept until the package ends to
@@ -61,6 +72,9 @@ func (r *report) read(in io.Reader) error {
 func (r *report) line(line string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.events != nil {
+		io.WriteString(r.events, line)
+	}
 	var e event
 	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &e) != nil {
 		io.WriteString(r.out, line) // not an event: go test's own words
@@ -74,6 +88,9 @@ func (r *report) line(line string) {
 	if p == nil {
 		p = &pkgOutput{passed: map[string]bool{}}
 		r.pkgs[e.Package] = p
+	}
+	if (e.Action == "pass" || e.Action == "fail") && !strings.Contains(e.Test, "/") {
+		r.times = append(r.times, timing{e.Package, e.Test, e.Elapsed})
 	}
 	switch e.Action {
 	case "output":
@@ -112,6 +129,33 @@ func (r *report) line(line string) {
 func (r *report) finish() {
 	if r.failed {
 		fmt.Fprintln(r.out, "FAIL")
+	}
+}
+
+// slowest prints the n slowest packages and the n slowest top-level
+// tests, so that a run says where its time went. A package's time is its
+// test binary's run, its tests in parallel included; a test's is its own,
+// without the time it waited to run beside others (t.Parallel).
+func (r *report) slowest(n int) {
+	for _, kind := range []string{"packages", "tests"} {
+		var ts []timing
+		for _, t := range r.times {
+			if (t.test == "") == (kind == "packages") {
+				ts = append(ts, t)
+			}
+		}
+		if len(ts) == 0 {
+			continue
+		}
+		slices.SortStableFunc(ts, func(a, b timing) int { return cmp.Compare(b.seconds, a.seconds) })
+		fmt.Fprintf(r.out, "the %d slowest %s:\n", min(n, len(ts)), kind)
+		for _, t := range ts[:min(n, len(ts))] {
+			name := t.pkg
+			if t.test != "" {
+				name += " " + t.test
+			}
+			fmt.Fprintf(r.out, "%8.1fs  %s\n", t.seconds, name)
+		}
 	}
 }
 

@@ -142,3 +142,28 @@ func TestPhasesThroughGoTest(t *testing.T) {
 		}
 	}
 }
+
+// The slowest packages and top-level tests come last, slowest first;
+// subtests are their test's time, not lines of their own.
+func TestSlowest(t *testing.T) {
+	events := `{"Action":"pass","Package":"m/a","Test":"TestA","Elapsed":1.5}
+{"Action":"pass","Package":"m/a","Test":"TestA/sub","Elapsed":1.4}
+{"Action":"fail","Package":"m/a","Test":"TestB","Elapsed":3}
+{"Action":"skip","Package":"m/a","Test":"TestC","Elapsed":0}
+{"Action":"fail","Package":"m/a","Elapsed":4.6}
+{"Action":"pass","Package":"m/b","Test":"TestD","Elapsed":0.2}
+{"Action":"pass","Package":"m/b","Elapsed":9.25}
+`
+	var out strings.Builder
+	r := newReport(&out)
+	if err := r.read(strings.NewReader(events)); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset() // the report's own lines, tested above
+	r.slowest(2)
+	want := "the 2 slowest packages:\n     9.2s  m/b\n     4.6s  m/a\n" +
+		"the 2 slowest tests:\n     3.0s  m/a TestB\n     1.5s  m/a TestA\n"
+	if got := out.String(); got != want {
+		t.Errorf("expect\n%q\ngot\n%q", want, got)
+	}
+}

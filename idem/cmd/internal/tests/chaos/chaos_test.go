@@ -17,9 +17,13 @@ import (
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
+// The soaks' sizes: the defaults are make test's, large enough that
+// every fault kind each soak injects is met many times over (each soak
+// fails when one is not); make chaos runs them at the sizes whose figures
+// the README and doc.go cite (2,000, 400, 2,000 and 1,200).
 var (
-	messages = flag.Int("chaos.messages", 2000, "messages TestChaosReplay sends, half through each adapter")
-	seed     = flag.Uint64("chaos.seed", 1, "seed of TestChaosReplay's plan and of its injected faults")
+	messages = flag.Int("chaos.messages", 500, "messages TestChaosReplay sends, half through each adapter")
+	seed     = flag.Uint64("chaos.seed", 1, "seed of the soaks' plans and of their injected faults")
 )
 
 const (

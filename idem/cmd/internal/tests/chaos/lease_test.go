@@ -22,7 +22,7 @@ import (
 	"github.com/idemkit/kit/idem/idemtest"
 )
 
-var leaseMessages = flag.Int("chaos.leasemessages", 400, "messages TestChaosLease sends")
+var leaseMessages = flag.Int("chaos.leasemessages", 150, "messages TestChaosLease sends")
 
 const (
 	leaseEnvironments = 4  // Stores, each an execution environment with its own faulted client
@@ -175,6 +175,7 @@ func TestChaosLease(t *testing.T) {
 	if rs.Issued() != len(msgs) || rs.MaxInFlight() != 1 {
 		t.Errorf("receipts: want %d issued and at most 1 call in flight per key, got %d and %d", len(msgs), rs.Issued(), rs.MaxInFlight())
 	}
+	everyKind(t, "DynamoDB", idemtest.FaultKinds, faults)
 	fc := faults.Counts()
 	faulted := 0
 	for _, k := range idemtest.FaultKinds {

@@ -103,6 +103,48 @@ func contention(counts map[idemtest.FaultKind]int) string {
 		counts[idemtest.FaultTransactionConflict], counts[idemtest.FaultReplicatedConflict])
 }
 
+// everyKind fails the test unless the injectors fs between them injected
+// each of kinds at least once: a soak too small to meet one proves nothing
+// about it.
+func everyKind(t *testing.T, what string, kinds []idemtest.FaultKind, fs ...*idemtest.Faults) {
+	t.Helper()
+	counts, requests := faultCounts(fs...), fs[0].Requests()
+	for _, k := range kinds {
+		if counts[k] == 0 {
+			t.Errorf("%s: no %s fault was injected in %d requests", what, k, requests)
+		}
+	}
+}
+
+// faultCounts adds up the injectors' counts.
+func faultCounts(fs ...*idemtest.Faults) map[idemtest.FaultKind]int {
+	out := map[idemtest.FaultKind]int{}
+	for _, f := range fs {
+		for k, n := range f.Counts() {
+			out[k] += n
+		}
+	}
+	return out
+}
+
+// onceEach puts beneath f one injector for each of kinds, in their order,
+// that faults the first request reaching it with its kind and passes on
+// every later one: each kind is met at least once however f's draws fall,
+// where a client makes too few requests for its rates to be sure of it.
+// Kinds that send the request (a lost or truncated answer) go last, so that
+// what they send reaches the server. It returns the injectors, for their
+// counts.
+func onceEach(f *idemtest.Faults, kinds ...idemtest.FaultKind) []*idemtest.Faults {
+	var once []*idemtest.Faults
+	next := &f.Next
+	for _, k := range kinds {
+		o := &idemtest.Faults{Rates: map[idemtest.FaultKind]float64{k: 1}, Max: 1, Operations: f.Operations, Next: *next}
+		*next, next = o, &o.Next
+		once = append(once, o)
+	}
+	return once
+}
+
 func faultShare(f *idemtest.Faults) float64 {
 	sum := 0.0
 	for _, r := range f.Rates {

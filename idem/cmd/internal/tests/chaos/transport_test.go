@@ -191,7 +191,8 @@ type webRun struct {
 type webDelivery struct {
 	m        *message
 	n        int // which copy
-	attempts int
+	attempts int // failures other than a copy in flight
+	inFlight int // 409s: another copy in flight in the process
 }
 
 func newWebRun(t *testing.T, store *idem.Store, tb *tables, msgs []*message, q func([]*webDelivery) *queue[*webDelivery]) *webRun {
@@ -238,6 +239,18 @@ func (r *webRun) worker() {
 		r.statuses[status]++
 		r.mu.Unlock()
 		d.m.failed.Add(1)
+		if status == 409 && d.inFlight < giveUp {
+			// Another copy is in flight in the process, maybe in its
+			// retries' backoff: the sender comes back after its own
+			// (doubling, at most a second, as a 409's Retry-After asks),
+			// which is no failure to count against the give-up. Retried
+			// at once, a copy near the run's end, where the queue is
+			// short, would spend its give-up within one backoff.
+			pause := min(20*time.Millisecond<<min(d.inFlight, 6), time.Second)
+			d.inFlight++
+			time.AfterFunc(pause, func() { r.q.settle(1, []*webDelivery{d}) })
+			continue
+		}
 		if d.attempts++; d.attempts >= giveUp {
 			r.gaveUp.Add(1)
 			r.q.settle(1, nil)
