@@ -31,7 +31,19 @@ func TestANewModule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("go.mod", "module example.com/consumer\n\ngo 1.26\n\nrequire github.com/idemkit/kit v0.0.0\n\nreplace github.com/idemkit/kit => "+root+"\n")
+	// The README's programs import SDK modules the library does not (its
+	// config): they are required at the versions the project's functions
+	// use, so that go mod tidy resolves no "latest", which changes with the
+	// proxy's day and not with this tree.
+	fmod, err := os.ReadFile(filepath.Join(root, "functions", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	require := "require (\n\tgithub.com/idemkit/kit v0.0.0\n"
+	for _, m := range regexp.MustCompile(`(?m)^\s+(github\.com/aws/\S+) (v\S+)`).FindAllStringSubmatch(string(fmod), -1) {
+		require += "\t" + m[1] + " " + m[2] + "\n"
+	}
+	write("go.mod", "module example.com/consumer\n\ngo 1.26\n\n"+require+")\n\nreplace github.com/idemkit/kit => "+root+"\n")
 	tests, err := filepath.Glob("testdata/consumer/*.go")
 	if err != nil || len(tests) == 0 {
 		t.Fatalf("no tests in testdata/consumer: %v", err)
