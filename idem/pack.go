@@ -21,6 +21,13 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 		item map[string]types.AttributeValue
 	}
 	var puts []put
+	// The keyed writes, to name the Puts' items by (a few, on the stack).
+	type keyed struct {
+		table string
+		key   map[string]types.AttributeValue
+	}
+	var buf [8]keyed
+	keys := buf[:0]
 	for _, d := range ds {
 		tx := &d.tx
 		tx.items = append(make([]types.TransactWriteItem, 0, len(tx.writes)+1), c.s.claimPut(d))
@@ -41,6 +48,7 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 				t.key = canonicalKey(d.key.item)
 			case k != nil:
 				t.key = canonicalKey(k)
+				keys = append(keys, keyed{table, k})
 				if merge {
 					tx.incs[j] = incrementOf(w)
 				}
@@ -55,13 +63,9 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 	// The outbox table has the claims table's key schema (Options.OutboxTable).
 	names := c.s.keyNames
 	keyAttrs := map[string][]string{c.s.table: names, c.s.opts.OutboxTable: names}
-	for _, d := range ds {
-		for j, w := range d.tx.items {
-			if table := d.tx.targets[j].table; j > 0 && keyAttrs[table] == nil {
-				if _, k, _, _ := describeWrite(w); k != nil {
-					keyAttrs[table] = sortedNames(k)
-				}
-			}
+	for _, w := range keys {
+		if keyAttrs[w.table] == nil {
+			keyAttrs[w.table] = sortedNames(w.key)
 		}
 	}
 	for _, p := range puts {
