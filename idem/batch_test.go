@@ -177,8 +177,11 @@ func TestProcessBatch(t *testing.T) {
 				return spec{id: fmt.Sprint("w", i), account: fmt.Sprint("acc-w", i), cents: 1, do: "4 writes"}
 			}), repeat("Processed", 30), 2},
 		}},
-		{"puts on a table no write keys: one transaction each", []delivery{
-			{[]spec{{id: "p1", account: "acc-p1", do: "put"}, {id: "p2", account: "acc-p2", do: "put"}}, []string{"Processed", "Processed"}, 2},
+		{"puts on a table no write keys: one transaction, the key from the table's description", []delivery{
+			{[]spec{{id: "p1", account: "acc-p1", do: "put"}, {id: "p2", account: "acc-p2", do: "put"}}, []string{"Processed", "Processed"}, 1},
+		}},
+		{"two puts of one item: two transactions", []delivery{
+			{[]spec{{id: "p1", account: "acc-p", do: "put"}, {id: "p2", account: "acc-p", do: "put"}}, []string{"Processed", "Processed"}, 2},
 		}},
 		{"put and update of one item: two transactions", []delivery{
 			{[]spec{{id: "p1", account: "acc-p", do: "put"}, {id: "c1", account: "acc-p", cents: 3}, {id: "c2", account: "acc-q", cents: 3}}, repeat("Processed", 3), 2},
@@ -230,6 +233,30 @@ func TestProcessBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noDescribe is a client without DescribeTable.
+type noDescribe struct{ idem.TransactWriteAPI }
+
+// TestProcessBatchPutsUndescribed: without DescribeTable a batch's Puts on
+// a table no other write keys are taken to touch the whole table, one
+// delivery a transaction, and still each commits.
+func TestProcessBatchPutsUndescribed(t *testing.T) {
+	e := newEnv(t)
+	store, err := idem.New(noDescribe{e.client}, e.processed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := []spec{{id: "u1", account: "acc-u1", do: "put"}, {id: "u2", account: "acc-u2", do: "put"}, {id: "u3", account: "acc-u3", do: "put"}}
+	e.calls.Reset()
+	for i, r := range store.ProcessBatch(context.Background(), msgs(specs), e.batchHandler(specs)) {
+		if kind(r) != "Processed" {
+			t.Errorf("%s: want Processed, got %s", specs[i].id, kind(r))
+		}
+	}
+	if n, d := e.calls.Count("TransactWriteItems"), e.calls.Count("DescribeTable"); n != 3 || d != 0 {
+		t.Errorf("want 3 TransactWriteItems and no DescribeTable, got %d and %d", n, d)
 	}
 }
 

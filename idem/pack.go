@@ -1,7 +1,16 @@
 package idem
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // Packing a batch's entries into transactions: the items each entry
@@ -12,8 +21,9 @@ import (
 
 // measure builds each delivery's actions and finds the items they touch,
 // and returns ds. A Put names its item through the table's key
-// attributes, which only the other writes on that table tell; when none
-// does, the Put is taken to touch the whole table.
+// attributes, which the other writes on that table tell or, in a commit
+// of several deliveries, the table's description (tableKeys); when
+// neither does, the Put is taken to touch the whole table.
 func (c *commitRun) measure(ds []*delivery) []*delivery {
 	merge := c.merge
 	type put struct {
@@ -69,11 +79,68 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 		}
 	}
 	for _, p := range puts {
+		if keyAttrs[p.t.table] == nil && merge {
+			keyAttrs[p.t.table] = c.s.schemas.names(c.ctx, c.s, p.t.table)
+		}
+	}
+	for _, p := range puts {
 		if k := keyOf(p.item, keyAttrs[p.t.table]); k != nil {
 			p.t.key = canonicalKey(k)
 		}
 	}
 	return ds
+}
+
+// keySchemas are the key attribute names of the tables a batch's Puts
+// write, read with DescribeTable once per table, so that a batch's Puts
+// of new items on one table (an entry per message) share a transaction.
+// A single delivery asks nothing: it has nothing to pack. Without
+// DescribeTable, or where it is denied, a Put touches its whole table: one
+// such delivery a transaction, as correct and dearer.
+type keySchemas struct {
+	mu      sync.Mutex
+	byTable map[string][]string // nil: unknown for good (denied)
+}
+
+// names are table's key attribute names, sorted; nil when unknown. A
+// failure other than a denial is not remembered: the next batch asks
+// again.
+func (k *keySchemas) names(ctx context.Context, s *Store, table string) []string {
+	if s.describer == nil {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if names, ok := k.byTable[table]; ok {
+		return names
+	}
+	out, err := s.describer.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+	var ae smithy.APIError
+	switch {
+	case errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "AccessDenied"):
+		s.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "idem: a batch's Puts on this table go one delivery a transaction: DescribeTable, which tells its key, is denied; grant dynamodb:DescribeTable on it",
+			slog.String("table", table), slog.String("error", err.Error()))
+		k.remember(table, nil)
+		return nil
+	case err != nil || out.Table == nil:
+		return nil
+	}
+	var names []string
+	for _, e := range out.Table.KeySchema {
+		if e.AttributeName != nil {
+			names = append(names, *e.AttributeName)
+		}
+	}
+	slices.Sort(names)
+	k.remember(table, names)
+	return names
+}
+
+func (k *keySchemas) remember(table string, names []string) {
+	if k.byTable == nil {
+		k.byTable = map[string][]string{}
+	}
+	k.byTable[table] = names
 }
 
 // inc is item j's increment, nil when it is none or, its delivery alone

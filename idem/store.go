@@ -37,6 +37,7 @@ type Store struct {
 	updater   UpdateItemAPI    // client's UpdateItem, or nil: no lease
 	describer DescribeTableAPI // client's DescribeTable, or nil: the table is not checked
 	guard     tableGuard
+	schemas   keySchemas // of the tables a batch's Puts write
 	table     string
 	region    string // the client's Region (the Store's own, named in its errors); "" when it does not say
 	opts      Options
