@@ -153,26 +153,37 @@ func TestHotCapped(t *testing.T) {
 }
 
 // TestHotTargets: the default path's contention failures at 8
-// environments, the recommended line against the lock, and exactness.
+// environments, each recommended line against the best lock line its
+// source can run, and exactness.
 func TestHotTargets(t *testing.T) {
 	run := func(envs int, wall time.Duration, calls int, contention int) hotRun {
 		return hotRun{envs: envs, accounts: 1, messages: 100, wall: wall, calls: calls, failed: contention, causes: map[string]int{causeContention: contention}}
 	}
-	result := func(kit8, agg8 hotRun) *hotResult {
-		return &hotResult{cfg: hotConfig{envs: []int{8, 64}, accounts: []int{1}}, lines: []string{hotProcess, hotAggregate, hotLock},
-			runs: [][]hotRun{{kit8, run(64, 10*time.Second, 100, 0)}, {agg8, run(64, 10*time.Second, 101, 0)}, {run(8, time.Second, 300, 0), run(64, 20*time.Second, 300, 0)}}}
+	// Each case's runs at 8 and 64 environments: the lock per message
+	// 100 and 5 credits/s at 3 calls; the lock's batches 50 and 20; the
+	// queue's entries 25 at 64.
+	result := func(kit8, agg8, aggSQS8 hotRun) *hotResult {
+		return &hotResult{cfg: hotConfig{envs: []int{8, 64}, accounts: []int{1}}, lines: []string{hotProcess, hotAggregate, hotAggregateSQS, hotLock, hotLockSQS},
+			runs: [][]hotRun{
+				{kit8, run(64, 10*time.Second, 100, 0)},
+				{agg8, run(64, 10*time.Second, 101, 0)},
+				{aggSQS8, run(64, 4*time.Second, 20, 0)},
+				{run(8, time.Second, 300, 0), run(64, 20*time.Second, 300, 0)},
+				{run(8, 2*time.Second, 300, 0), run(64, 5*time.Second, 300, 0)}}}
 	}
+	// want: the default path; the queue's line at 8, 64 (against the
+	// batches' lock at 64); the per-message line at 8, 64; exactness.
 	for _, tc := range []struct {
-		name       string
-		kit8, agg8 hotRun
-		want       []bool
+		name                string
+		kit8, agg8, aggSQS8 hotRun
+		want                []bool
 	}{
-		// the entries at 8: 100 credits/s against the lock's 100, 1.01 calls against 3; at 64: 10 against 5.
-		{"met", run(8, time.Second, 100, 0), run(8, time.Second, 101, 0), []bool{true, true, true, true}},
-		{"contention; the entries slower", run(8, 2*time.Second, 400, 3), run(8, 2*time.Second, 101, 0), []bool{false, false, true, true}},
+		{"met", run(8, time.Second, 100, 0), run(8, time.Second, 101, 0), run(8, time.Second/2, 20, 0), []bool{true, true, true, true, true, true}},
+		{"contention; the per-message entries slower", run(8, 2*time.Second, 400, 3), run(8, 2*time.Second, 101, 0), run(8, time.Second/2, 20, 0), []bool{false, true, true, false, true, true}},
+		{"the queue's entries as fast as the lock, at more calls", run(8, time.Second, 100, 0), run(8, time.Second, 101, 0), run(8, time.Second, 301, 0), []bool{true, false, true, true, true, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := (report{hot: result(tc.kit8, tc.agg8)}).hotTargets()
+			got := (report{hot: result(tc.kit8, tc.agg8, tc.aggSQS8)}).hotTargets()
 			if len(got) != len(tc.want) {
 				t.Fatalf("expect %d targets, got %+v", len(tc.want), got)
 			}
@@ -183,7 +194,11 @@ func TestHotTargets(t *testing.T) {
 			}
 		})
 	}
-	x := result(run(8, time.Second, 100, 0), run(8, time.Second, 101, 0))
+	x := result(run(8, time.Second, 100, 0), run(8, time.Second, 101, 0), run(8, time.Second/2, 20, 0))
+	x.runs[4][1].wall = 2 * time.Second // the lock's batches at 64: 50 credits/s, above the queue's entries' 25 and the lock per message's 5
+	if got := (report{hot: x}).hotTargets(); got[2].met {
+		t.Errorf("the lock's batches faster than the queue's entries at 64: expect that target missed, got %+v", got[2])
+	}
 	x.runs[0][1].lost = 1
 	if got := (report{hot: x}).hotTargets(); got[len(got)-1].met {
 		t.Errorf("a lost credit: expect the exactness target missed, got %+v", got[len(got)-1])

@@ -22,10 +22,17 @@ import (
 
 	"github.com/idemkit/kit/idem"
 	"github.com/idemkit/kit/idem/idemtest"
+	"github.com/idemkit/kit/idem/sqsconsumer"
 	idemstream "github.com/idemkit/kit/idem/stream"
 )
 
-const hotAggregate = "this kit, an entry per credit, the balance from its stream (`stream.Aggregate`)"
+// The entries lines: per message, as a webhook's deliveries come, and
+// through the SQS adapter, whose BatchTransactions commits a batch's ten
+// claims and ten entries in one transaction (no two of them on one item).
+const (
+	hotAggregate    = "this kit, an entry per credit, the balance from its stream (`stream.Aggregate`), per message"
+	hotAggregateSQS = "this kit, an entry per credit, the balance from its stream, the SQS adapter with `BatchTransactions`, batches of 10"
+)
 
 // The stream's event source mapping, as emulated: batches of up to
 // foldBatch records, and a poll every foldPoll (Lambda polls a shard
@@ -50,6 +57,23 @@ func entryLine(e hotEnv) (hotDeliver, error) {
 			})
 		return err
 	}), nil
+}
+
+// entrySQSLine is hotAggregateSQS's delivery: each record's entry, named
+// by its message id, with its claim.
+func entrySQSLine(e hotEnv) (hotDeliver, error) {
+	store, err := idem.New(e.client, e.processed, e.storeOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	h, err := sqsconsumer.New(store, sqsconsumer.JSONHandler(func(_ context.Context, c hotBody, m events.SQSMessage) (idem.Effect, error) {
+		w, err := idem.Put(e.entries, map[string]any{"entry": m.MessageId, "account": c.Account, "cents": c.Cents})
+		return idem.Effect{Writes: []types.TransactWriteItem{w}, Response: []byte("ok")}, err
+	}), func(o *sqsconsumer.Options) { o.BatchTransactions = true })
+	if err != nil {
+		return nil, err
+	}
+	return (&sqsKit{h: h}).deliverBatch, nil
 }
 
 // entries makes, once, the section's entries table and its stream's

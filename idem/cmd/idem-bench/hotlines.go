@@ -90,6 +90,7 @@ var hotLines = []hotLine{
 	{name: hotSQS, batch: 10, env: hotSQSLine(false)},
 	{name: hotSQSBatch, batch: 10, env: hotSQSLine(true)},
 	{name: hotAggregate, batch: 1, env: entryLine, fold: true},
+	{name: hotAggregateSQS, batch: 10, env: entrySQSLine, fold: true},
 	{name: hotLock, batch: 1, env: func(e hotEnv) (hotDeliver, error) {
 		tp := &twoPhase{c: e.client, processed: e.processed, accounts: e.accounts, now: time.Now}
 		return perMessage(e.counted(func(ctx context.Context, m message) error { return tp.deliver(ctx, m, false) })), nil
@@ -115,11 +116,7 @@ func hotSQSLine(batchTransactions bool) func(hotEnv) (hotDeliver, error) {
 		if err != nil {
 			return nil, err
 		}
-		type credit struct {
-			Account string `json:"account"`
-			Cents   int    `json:"cents"`
-		}
-		h, err := sqsconsumer.New(store, sqsconsumer.JSONHandler(func(_ context.Context, c credit, _ events.SQSMessage) (idem.Effect, error) {
+		h, err := sqsconsumer.New(store, sqsconsumer.JSONHandler(func(_ context.Context, c hotBody, _ events.SQSMessage) (idem.Effect, error) {
 			return hotCredit(e.accounts, c.Account, c.Cents)
 		}), func(o *sqsconsumer.Options) { o.BatchTransactions = batchTransactions })
 		if err != nil {
@@ -127,6 +124,12 @@ func hotSQSLine(batchTransactions bool) func(hotEnv) (hotDeliver, error) {
 		}
 		return (&sqsKit{h: h}).deliverBatch, nil
 	}
+}
+
+// hotBody is an SQS record's body in the section (sqsKit.deliverBatch).
+type hotBody struct {
+	Account string `json:"account"`
+	Cents   int    `json:"cents"`
 }
 
 // perMessage delivers a batch of one through f.
