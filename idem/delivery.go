@@ -98,6 +98,12 @@ type BatchResult struct {
 // one has just committed is settled without waiting, so a deadline too near
 // for the backoff fails only the blamed messages.
 //
+// A Put's item is named by its table's key attributes, which the batch's
+// other writes on that table tell or, failing them, the table's
+// description (one DescribeTable per table and Store, which needs
+// dynamodb:DescribeTable); without either a Put is taken to touch its
+// whole table, one such message a transaction.
+//
 // Two messages with the same key never share a transaction: the later
 // waits for the earlier and, once the earlier's claim is known, is its
 // Duplicate (or a *KeyReuseError) without a call of its own; so does a
