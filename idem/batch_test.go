@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -257,6 +258,37 @@ func TestProcessBatchPutsUndescribed(t *testing.T) {
 	}
 	if n, d := e.calls.Count("TransactWriteItems"), e.calls.Count("DescribeTable"); n != 3 || d != 0 {
 		t.Errorf("want 3 TransactWriteItems and no DescribeTable, got %d and %d", n, d)
+	}
+}
+
+// TestProcessBatchPutsDenied: where DescribeTable is denied, a batch's
+// Puts go one message a transaction and commit; the denial is asked once
+// and logged once, naming the table.
+func TestProcessBatchPutsDenied(t *testing.T) {
+	e := newEnv(t)
+	d := describeAs{status: 400, code: "AccessDeniedException"}
+	client := idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: &d} })
+	var logs bytes.Buffer
+	store, err := idem.New(client, e.processed, func(o *idem.Options) {
+		o.WritesInOneRegion = true // the claims table is not described: only the Puts' table is
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range 2 {
+		specs := batchOf(3, func(i int) spec { return spec{id: fmt.Sprint("d", b, i), account: fmt.Sprint("acc-d", b, i), do: "put"} })
+		for i, r := range store.ProcessBatch(context.Background(), msgs(specs), e.batchHandler(specs)) {
+			if kind(r) != "Processed" {
+				t.Errorf("%s: want Processed, got %s", specs[i].id, kind(r))
+			}
+		}
+	}
+	if d.calls != 1 {
+		t.Errorf("want the denied DescribeTable asked once for two batches, got %d", d.calls)
+	}
+	if n := strings.Count(logs.String(), "grant dynamodb:DescribeTable"); n != 1 || !strings.Contains(logs.String(), e.accounts) {
+		t.Errorf("want one WARN naming %s, got %d in:\n%s", e.accounts, n, logs.String())
 	}
 }
 

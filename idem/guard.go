@@ -56,11 +56,10 @@ func (s *Store) checkTable(ctx context.Context, key string) error {
 	defer g.mu.Unlock()
 	if !g.checked {
 		out, err := s.describer.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
-		var ae smithy.APIError
 		switch {
 		case isNotFound(err):
 			return &TableNotFoundError{Key: key, Tables: []string{s.table}, Claims: true, Region: s.region, Err: err}
-		case errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "AccessDenied"):
+		case isAccessDenied(err):
 			return &InvalidError{Key: key, Server: true, Reason: fmt.Sprintf("DescribeTable %s is denied: a Store reads its claims table's description once, to refuse a table written in several Regions; grant dynamodb:DescribeTable on it, or set idem.Options.WritesInOneRegion if only one Region writes it (%v)", s.table, err)}
 		case err != nil:
 			return &RetryableError{Key: key, Attempts: 1, Err: fmt.Errorf("DescribeTable %s, read once before the first claim: %w", s.table, err)}
@@ -125,6 +124,12 @@ func clientRegion(client TransactWriteAPI) string {
 		return c.Options().Region
 	}
 	return ""
+}
+
+// isAccessDenied says whether err is IAM's refusal of the call.
+func isAccessDenied(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "AccessDenied")
 }
 
 // isNotFound says whether err is DynamoDB's answer that a table the call

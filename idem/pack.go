@@ -2,15 +2,12 @@ package idem
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 )
 
 // Packing a batch's entries into transactions: the items each entry
@@ -22,7 +19,7 @@ import (
 // measure builds each delivery's actions and finds the items they touch,
 // and returns ds. A Put names its item through the table's key
 // attributes, which the other writes on that table tell or, in a commit
-// of several deliveries, the table's description (tableKeys); when
+// of several deliveries, the table's description (keySchemas); when
 // neither does, the Put is taken to touch the whole table.
 func (c *commitRun) measure(ds []*delivery) []*delivery {
 	merge := c.merge
@@ -115,9 +112,8 @@ func (k *keySchemas) names(ctx context.Context, s *Store, table string) []string
 		return names
 	}
 	out, err := s.describer.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
-	var ae smithy.APIError
 	switch {
-	case errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "AccessDenied"):
+	case isAccessDenied(err):
 		s.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "idem: a batch's Puts on this table go one delivery a transaction: DescribeTable, which tells its key, is denied; grant dynamodb:DescribeTable on it",
 			slog.String("table", table), slog.String("error", err.Error()))
 		k.remember(table, nil)
