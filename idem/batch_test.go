@@ -277,7 +277,9 @@ func TestProcessBatchPutsDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for b := range 2 {
-		specs := batchOf(3, func(i int) spec { return spec{id: fmt.Sprint("d", b, i), account: fmt.Sprint("acc-d", b, i), do: "put"} })
+		specs := batchOf(3, func(i int) spec {
+			return spec{id: fmt.Sprint("d", b, i), account: fmt.Sprint("acc-d", b, i), do: "put"}
+		})
 		for i, r := range store.ProcessBatch(context.Background(), msgs(specs), e.batchHandler(specs)) {
 			if kind(r) != "Processed" {
 				t.Errorf("%s: want Processed, got %s", specs[i].id, kind(r))

@@ -62,7 +62,7 @@ func (s *Store) claimPut(d *delivery) types.TransactWriteItem {
 	rec := d.claim
 	switch d.tx.kind {
 	case overEndedLease:
-		over := d.tx.over
+		over := *d.tx.over
 		cond := "#o = :pending AND #l = :was"
 		names := map[string]string{"#o": a.Outcome, "#l": a.LeaseUntil}
 		values := map[string]types.AttributeValue{

@@ -24,7 +24,7 @@ import (
 // txState is a delivery's way through its commit's transactions.
 type txState struct {
 	kind   claimKind
-	over   Record                    // the pending claim an overEndedLease claim replaces
+	over   *Record                   // the pending claim an overEndedLease claim replaces
 	writes []types.TransactWriteItem // the effect's; none once a rejection is recorded
 	rej    *RejectedError            // the rejection recorded in the effect's place
 
@@ -64,7 +64,7 @@ type commitRun struct {
 func (s *Store) commit(ctx context.Context, ds []*delivery, batch bool) {
 	c := &commitRun{s: s, ctx: ctx, batch: batch, merge: len(ds) > 1, retries: newRetries()}
 	for i, d := range ds {
-		d.tx.writes, d.tx.order = d.eff.Writes, i
+		d.tx.order = i
 	}
 	pending := c.measure(ds)
 	for len(pending) > 0 || len(c.waiting) > 0 {
@@ -176,17 +176,21 @@ func (c *commitRun) send(ds []*delivery) (again []*delivery) {
 	var innocents []*delivery
 	for k, d := range ds {
 		// d's own view of the cancellation: the reason of each of its
-		// items, a shared increment's for each delivery that shares it.
-		reasons := make([]types.CancellationReason, len(d.tx.items))
-		for j := range reasons {
-			reasons[j] = tce.CancellationReasons[actionOf(at, k, j)]
+		// items, a shared increment's for each delivery that shares it
+		// (a delivery alone has the cancellation's own).
+		own := tce
+		if at != nil {
+			reasons := make([]types.CancellationReason, len(d.tx.items))
+			for j := range reasons {
+				reasons[j] = tce.CancellationReasons[actionOf(at, k, j)]
+			}
+			own = &types.TransactionCanceledException{Message: tce.Message, CancellationReasons: reasons}
 		}
-		if innocent(reasons) {
+		if innocent(own.CancellationReasons) {
 			innocents = append(innocents, d)
 			continue
 		}
 		blamed++
-		own := &types.TransactionCanceledException{Message: tce.Message, CancellationReasons: reasons}
 		if c.refused(d, own, &sent) {
 			again = append(again, d)
 		}
@@ -238,17 +242,17 @@ func (c *commitRun) refused(d *delivery, err error, sent *sendLog) bool {
 	retry := retryable(err)
 	var res Result
 	if !retry {
-		res, err = c.s.failure(c.ctx, d, err, sent)
+		if res, err = c.s.failure(c.ctx, d, err, sent); err == nil { // a Duplicate, most often
+			c.answer(d, res, nil)
+			return false
+		}
 	}
-	var rej *RejectedError
-	var re *RetryableError
-	var lh *LeaseHeldError
-	switch {
-	case d.tx.kind == freshClaim && errors.As(err, &lh) && lh.ended(c.s.opts.Now()):
-		d.tx.kind, d.tx.over = overEndedLease, lh.stored
+	if lh, ok := errors.AsType[*LeaseHeldError](err); ok && d.tx.kind == freshClaim && lh.ended(c.s.opts.Now()) {
+		d.tx.kind, d.tx.over = overEndedLease, &lh.stored
 		c.measure([]*delivery{d})
 		return true
-	case retry:
+	}
+	if retry {
 		d.tx.retries.start, d.tx.refusal = c.retries.start, err
 		if d.tx.retries.refused(c.ctx, c.s, err) {
 			c.waiting = append(c.waiting, d)
@@ -256,17 +260,16 @@ func (c *commitRun) refused(d *delivery, err error, sent *sendLog) bool {
 			return false
 		}
 		err = d.tx.retries.gaveUp(d.key.name, d.tx.sends, err)
-	case errors.As(err, &re):
+	} else if re, ok := errors.AsType[*RetryableError](err); ok {
 		re.Attempts = d.tx.sends // every send of this delivery, not just this call's
-	case d.tx.rej == nil && d.eff.Rejected != nil && errors.As(err, &rej):
-		rec, rerr := c.s.rejection(d.claim, d.eff, rej)
-		if rerr != nil {
-			err = rerr
-			break
+	} else if rej, ok := errors.AsType[*RejectedError](err); ok && d.tx.rej == nil && d.rejected != nil {
+		rec, rerr := c.s.rejection(d.claim, d.rejected, rej)
+		if rerr == nil {
+			d.claim, d.tx.writes, d.tx.rej = rec, nil, rej
+			c.measure([]*delivery{d})
+			return true
 		}
-		d.claim, d.tx.writes, d.tx.rej = rec, nil, rej
-		c.measure([]*delivery{d})
-		return true
+		err = rerr
 	}
 	c.answer(d, res, err)
 	return false
@@ -295,11 +298,11 @@ func (c *commitRun) answer(d *delivery, res Result, err error) {
 }
 
 // rejection is rec recording rej as the message's outcome: a claim without
-// the effect, whose response eff.Rejected gives.
-func (s *Store) rejection(rec Record, eff Effect, rej *RejectedError) (Record, error) {
+// the effect, whose response rejected (the effect's Rejected) gives.
+func (s *Store) rejection(rec Record, rejected func(*RejectedError) ([]byte, error), rej *RejectedError) (Record, error) {
 	var resp []byte
 	var rerr error
-	if p := recoverPanic("Effect.Rejected", func() { resp, rerr = eff.Rejected(rej) }); p != nil {
+	if p := recoverPanic("Effect.Rejected", func() { resp, rerr = rejected(rej) }); p != nil {
 		p.Key = rec.Key
 		return Record{}, p
 	}

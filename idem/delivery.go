@@ -23,9 +23,9 @@ type delivery struct {
 	lead  *keyCall       // its key's call in this process, when it leads it
 	wait  *keyCall       // the call of its key another delivery here leads
 
-	claim Record  // the claim its effect commits with
-	eff   Effect  // the effect, checked
-	tx    txState // its way through the transactions
+	claim    Record                               // the claim its effect commits with
+	rejected func(*RejectedError) ([]byte, error) // the effect's Rejected; its writes are tx.writes
+	tx       txState                              // its way through the transactions
 
 	res Result
 	err error

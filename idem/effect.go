@@ -110,7 +110,8 @@ func (s *Store) prepare(d *delivery) bool {
 		d.err = err
 		return false
 	}
-	d.claim.Outcome, d.claim.Response, d.eff = Processed, eff.Response, eff
+	d.claim.Outcome, d.claim.Response = Processed, eff.Response
+	d.tx.writes, d.rejected = eff.Writes, eff.Rejected
 	return true
 }
 

@@ -15,6 +15,7 @@ import (
 type claimKey struct {
 	name        string                          // KeyPrefix + scope + "#" + id: the claim's partition key value
 	item        map[string]types.AttributeValue // the claim's primary key, built once for its reads and writes, which must not change it
+	canon       string                          // item, as a target names it (canonicalKey)
 	source      string
 	fingerprint string
 	digest      string // the payload's SHA-256, in hex
@@ -48,7 +49,8 @@ func (s *Store) identify(msg Message) (claimKey, error) {
 	if fp == "" {
 		fp = digest
 	}
-	return claimKey{name: name, item: s.keyItem(name), source: msg.Source, fingerprint: fp, digest: digest}, nil
+	item := s.keyItem(name)
+	return claimKey{name: name, item: item, canon: canonicalKey(item), source: msg.Source, fingerprint: fp, digest: digest}, nil
 }
 
 // keyName is the claim's partition key value: KeyPrefix + scope + "#" +

@@ -174,7 +174,7 @@ func (s *Store) runLeased(d *delivery, o LeaseOptions) {
 		return
 	}
 	d.claim.Outcome, d.claim.Response, d.claim.Token, d.claim.lease = Processed, eff.Response, lease.Token, lease.leaseID
-	d.eff, d.tx.kind = eff, underLease
+	d.tx.writes, d.rejected, d.tx.kind = eff.Writes, eff.Rejected, underLease
 	s.commit(d.ctx, []*delivery{d}, false)
 	if d.err != nil && !errors.Is(d.err, ErrFenced) {
 		// Safe even if the commit went through with its answer lost: the

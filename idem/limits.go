@@ -50,7 +50,7 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
 	// the claim table's from the options, others from their writes' Keys.
 	names := s.keyNames
 	keyAttrs := map[string][]string{s.table: names, s.opts.OutboxTable: names}
-	seen := map[target]int{{s.table, canonicalKey(k.item)}: -1}
+	seen := map[target]int{{s.table, k.canon}: -1}
 	var puts []int
 	size := 0
 	for i, w := range eff.Writes {
@@ -152,12 +152,12 @@ func describeWrite(w types.TransactWriteItem) (table string, key map[string]type
 	ops := 0
 	var names map[string]string
 	var values map[string]types.AttributeValue
-	var exprs []*string
+	exprs := 0 // the expressions' length
 	if w.Put != nil {
 		ops++
 		table, names, values = aws.ToString(w.Put.TableName), w.Put.ExpressionAttributeNames, w.Put.ExpressionAttributeValues
 		size += itemSize(w.Put.Item)
-		exprs = append(exprs, w.Put.ConditionExpression)
+		exprs += len(aws.ToString(w.Put.ConditionExpression))
 		if len(w.Put.Item) == 0 {
 			return "", nil, 0, fmt.Errorf("Put without an Item")
 		}
@@ -165,7 +165,7 @@ func describeWrite(w types.TransactWriteItem) (table string, key map[string]type
 	if w.Update != nil {
 		ops++
 		table, key, names, values = aws.ToString(w.Update.TableName), w.Update.Key, w.Update.ExpressionAttributeNames, w.Update.ExpressionAttributeValues
-		exprs = append(exprs, w.Update.UpdateExpression, w.Update.ConditionExpression)
+		exprs += len(aws.ToString(w.Update.UpdateExpression)) + len(aws.ToString(w.Update.ConditionExpression))
 		if aws.ToString(w.Update.UpdateExpression) == "" {
 			return "", nil, 0, fmt.Errorf("Update without an UpdateExpression")
 		}
@@ -173,12 +173,12 @@ func describeWrite(w types.TransactWriteItem) (table string, key map[string]type
 	if w.Delete != nil {
 		ops++
 		table, key, names, values = aws.ToString(w.Delete.TableName), w.Delete.Key, w.Delete.ExpressionAttributeNames, w.Delete.ExpressionAttributeValues
-		exprs = append(exprs, w.Delete.ConditionExpression)
+		exprs += len(aws.ToString(w.Delete.ConditionExpression))
 	}
 	if w.ConditionCheck != nil {
 		ops++
 		table, key, names, values = aws.ToString(w.ConditionCheck.TableName), w.ConditionCheck.Key, w.ConditionCheck.ExpressionAttributeNames, w.ConditionCheck.ExpressionAttributeValues
-		exprs = append(exprs, w.ConditionCheck.ConditionExpression)
+		exprs += len(aws.ToString(w.ConditionCheck.ConditionExpression))
 		if aws.ToString(w.ConditionCheck.ConditionExpression) == "" {
 			return "", nil, 0, fmt.Errorf("ConditionCheck without a ConditionExpression")
 		}
@@ -197,10 +197,7 @@ func describeWrite(w types.TransactWriteItem) (table string, key map[string]type
 	for k, v := range names {
 		size += len(k) + len(v)
 	}
-	for _, e := range exprs {
-		size += len(aws.ToString(e))
-	}
-	return table, key, size, nil
+	return table, key, size + exprs, nil
 }
 
 // itemSize approximates DynamoDB's item size: attribute names plus values.

@@ -52,7 +52,7 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 			t.table = table
 			switch {
 			case j == 0:
-				t.key = canonicalKey(d.key.item)
+				t.key = d.key.canon
 			case k != nil:
 				t.key = canonicalKey(k)
 				keys = append(keys, keyed{table, k})
