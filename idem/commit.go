@@ -23,10 +23,11 @@ import (
 
 // txState is a delivery's way through its commit's transactions.
 type txState struct {
-	kind   claimKind
-	over   *Record                   // the pending claim an overEndedLease claim replaces
-	writes []types.TransactWriteItem // the effect's; none once a rejection is recorded
-	rej    *RejectedError            // the rejection recorded in the effect's place
+	kind       claimKind
+	over       *Record                   // the pending claim an overEndedLease claim replaces
+	writes     []types.TransactWriteItem // the effect's; none once a rejection is recorded
+	writesSize int                       // their size, as validate measured it
+	rej        *RejectedError            // the rejection recorded in the effect's place
 
 	items   []types.TransactWriteItem // the claim, then writes
 	targets []target                  // the items they touch; key "" is a whole table
@@ -265,7 +266,7 @@ func (c *commitRun) refused(d *delivery, err error, sent *sendLog) bool {
 	} else if rej, ok := errors.AsType[*RejectedError](err); ok && d.tx.rej == nil && d.rejected != nil {
 		rec, rerr := c.s.rejection(d.claim, d.rejected, rej)
 		if rerr == nil {
-			d.claim, d.tx.writes, d.tx.rej = rec, nil, rej
+			d.claim, d.tx.writes, d.tx.writesSize, d.tx.rej = rec, nil, 0, rej
 			c.measure([]*delivery{d})
 			return true
 		}

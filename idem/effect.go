@@ -134,11 +134,12 @@ func runHandler(ctx context.Context, msg Message, key string, h Handler) (Effect
 
 // checkEffect makes eff's outgoing messages outbox items of d's claim,
 // written at now, and refuses what DynamoDB or the relay would of it
-// (validate).
-func (s *Store) checkEffect(d *delivery, eff *Effect, now time.Time) error {
+// (validate), whose measure of the writes' size the commit keeps.
+func (s *Store) checkEffect(d *delivery, eff *Effect, now time.Time) (err error) {
 	own := len(eff.Writes)
 	if err := s.addOutbox(d.claim, d.key.item, eff, now); err != nil {
 		return err
 	}
-	return s.validate(d.key, *eff, own)
+	d.tx.writesSize, err = s.validate(d.key, *eff, own)
+	return err
 }

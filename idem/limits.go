@@ -18,8 +18,8 @@ import (
 // a table or with two operations, two writes on one item, a response or a
 // transaction over its limit. The effect's writes are the handler's own
 // first (own of them), then its outgoing messages' outbox items
-// (addOutbox).
-func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
+// (addOutbox). size is the writes' size, as a transaction counts it.
+func (s *Store) validate(k claimKey, eff Effect, own int) (size int, err error) {
 	key := k.name
 	// A nil AttributeValue (a typed nil pointer, say) would panic while
 	// the writes are measured; it is the handler's input, so an error,
@@ -39,12 +39,12 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
 	}
 	if n := len(eff.Writes) + 1; n > maxTransactItems {
 		if own < len(eff.Writes) {
-			return bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
+			return 0, bad("%d effect writes, %d outgoing messages and the claim are %d actions; a transaction allows %d", own, len(eff.Writes)-own, n, maxTransactItems)
 		}
-		return bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
+		return 0, bad("%d effect writes plus the claim is %d actions; a transaction allows %d", len(eff.Writes), n, maxTransactItems)
 	}
 	if len(eff.Response) > s.opts.MaxResponseBytes {
-		return bad("response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(eff.Response), s.opts.MaxResponseBytes)
+		return 0, bad("response is %d bytes; the limit is %d (Options.MaxResponseBytes)", len(eff.Response), s.opts.MaxResponseBytes)
 	}
 	// Key attribute names per table, as far as this transaction tells them:
 	// the claim table's from the options, others from their writes' Keys.
@@ -52,15 +52,14 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
 	keyAttrs := map[string][]string{s.table: names, s.opts.OutboxTable: names}
 	seen := map[target]int{{s.table, k.canon}: -1}
 	var puts []int
-	size := 0
 	for i, w := range eff.Writes {
 		at = i
 		table, k, n, err := describeWrite(w)
 		if err != nil {
 			if t := writeTable(w); t != "" {
-				return bad("effect write %d on %s: %v", i, t, err)
+				return 0, bad("effect write %d on %s: %v", i, t, err)
 			}
-			return bad("effect write %d: %v", i, err)
+			return 0, bad("effect write %d: %v", i, err)
 		}
 		size += n
 		if k == nil {
@@ -68,13 +67,13 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
 			continue
 		}
 		if name := emptyKeyValue(k); name != "" {
-			return bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
+			return 0, bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
 		}
 		if _, ok := keyAttrs[table]; !ok {
 			keyAttrs[table] = sortedNames(k)
 		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, i := range puts {
@@ -82,7 +81,7 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
 		p := eff.Writes[i].Put
 		table := aws.ToString(p.TableName)
 		if n := itemSize(p.Item); n > maxItemBytes {
-			return bad("effect write %d on %s puts an item of %d bytes; DynamoDB allows %d", i, table, n, maxItemBytes)
+			return 0, bad("effect write %d on %s puts an item of %d bytes; DynamoDB allows %d", i, table, n, maxItemBytes)
 		}
 		names, ok := keyAttrs[table]
 		if !ok {
@@ -95,19 +94,19 @@ func (s *Store) validate(k claimKey, eff Effect, own int) (err error) {
 			}
 		}
 		if len(k) != len(names) {
-			return bad("effect write %d on %s puts an item without its key attributes %v", i, table, names)
+			return 0, bad("effect write %d on %s puts an item without its key attributes %v", i, table, names)
 		}
 		if name := emptyKeyValue(k); name != "" {
-			return bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
+			return 0, bad("effect write %d on %s: key attribute %q is empty; DynamoDB refuses an empty key value", i, table, name)
 		}
 		if err := s.addTarget(seen, target{table, canonicalKey(k)}, i, bad); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if size > maxTransactBytes {
-		return bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
+		return 0, bad("the transaction is about %d bytes; DynamoDB allows %d", size, maxTransactBytes)
 	}
-	return nil
+	return size, nil
 }
 
 // How DynamoDB names and measures the items of a transaction, as

@@ -44,15 +44,17 @@ func (c *commitRun) measure(ds []*delivery) []*delivery {
 		if merge {
 			tx.incs = make([]increment, len(tx.items))
 		}
-		tx.size = 0
+		_, _, claimSize, _ := describeWrite(tx.items[0])
+		tx.size = claimSize + tx.writesSize
 		for j, w := range tx.items {
-			table, k, n, _ := describeWrite(w) // validate has vouched for each
-			tx.size += n
 			t := &tx.targets[j]
+			if j == 0 {
+				t.table, t.key = c.s.table, d.key.canon
+				continue
+			}
+			table, k := writeKey(w) // validate has vouched for each
 			t.table = table
 			switch {
-			case j == 0:
-				t.key = d.key.canon
 			case k != nil:
 				t.key = canonicalKey(k)
 				keys = append(keys, keyed{table, k})

@@ -203,15 +203,22 @@ func tablesOf(items []types.TransactWriteItem) []string {
 // writeTable is the table w names (its first operation's, when it has
 // several), read without measuring the write, for spans and errors.
 func writeTable(w types.TransactWriteItem) string {
+	table, _ := writeKey(w)
+	return table
+}
+
+// writeKey is the table w names and its Key (nil for a Put), read without
+// measuring the write.
+func writeKey(w types.TransactWriteItem) (table string, key map[string]types.AttributeValue) {
 	switch {
 	case w.Put != nil:
-		return aws.ToString(w.Put.TableName)
+		return aws.ToString(w.Put.TableName), nil
 	case w.Update != nil:
-		return aws.ToString(w.Update.TableName)
+		return aws.ToString(w.Update.TableName), w.Update.Key
 	case w.Delete != nil:
-		return aws.ToString(w.Delete.TableName)
+		return aws.ToString(w.Delete.TableName), w.Delete.Key
 	case w.ConditionCheck != nil:
-		return aws.ToString(w.ConditionCheck.TableName)
+		return aws.ToString(w.ConditionCheck.TableName), w.ConditionCheck.Key
 	}
-	return ""
+	return "", nil
 }
