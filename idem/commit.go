@@ -47,6 +47,7 @@ type commitRun struct {
 	ctx   context.Context
 	batch bool // the deliveries' transaction is their batch's (linked spans), not one's own (a child span)
 	merge bool // several deliveries, whose increments of one item may merge: one's need no reading
+	held  bool // one delivery's items, locked for the whole commit (not each send)
 	// known holds the claims this commit made or found, by key, so later
 	// deliveries of the same key answer without a call.
 	known map[string]Record
@@ -68,6 +69,17 @@ func (s *Store) commit(ctx context.Context, ds []*delivery, batch bool) {
 		d.tx.order = i
 	}
 	pending := c.measure(ds)
+	if len(ds) == 1 {
+		// One delivery holds its items through its backoff too: this
+		// process's other deliveries of them wait their turn here rather
+		// than send into the contention that refused it.
+		unlock, ok := c.lock(ds)
+		if !ok {
+			return
+		}
+		defer unlock()
+		c.held = true
+	}
 	for len(pending) > 0 || len(c.waiting) > 0 {
 		if len(pending) == 0 {
 			// Only refused deliveries are left: back off, then send them.
@@ -131,23 +143,20 @@ func (c *commitRun) send(ds []*delivery) (again []*delivery) {
 	if !ok { // a sum past DynamoDB's precision: each delivery goes alone
 		return c.alone(ds)
 	}
-	start := time.Now()
-	unlock, err := c.s.items.lock(c.ctx, written(ds))
-	if err != nil {
-		for _, d := range ds {
-			c.answer(d, Result{}, &ContendedError{Key: d.key.name, Attempts: d.tx.sends, Waited: time.Since(start),
-				Err: fmt.Errorf("waiting for this process's other transactions on the effect's items: %w", err)})
+	if !c.held {
+		unlock, ok := c.lock(ds)
+		if !ok {
+			return nil
 		}
-		return nil
+		defer unlock()
 	}
-	defer unlock()
 	// ClientRequestToken stays nil: the SDK fills it in and reuses it
 	// across its own retries, which makes an ambiguous commit safe to
 	// resend; a send after a cancellation is a new transaction, with a new
 	// token.
 	sent := sendLog{attempts: 1}
 	cctx, span := c.span(ds, items)
-	_, err = c.s.client.TransactWriteItems(cctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
+	_, err := c.s.client.TransactWriteItems(cctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
 	endCall(span, err)
 	for _, d := range ds {
 		d.tx.sends += sent.count()
@@ -203,6 +212,21 @@ func (c *commitRun) send(ds []*delivery) (again []*delivery) {
 		return again
 	}
 	return append(again, innocents...)
+}
+
+// lock takes the items ds's effects write (itemlock.go), or answers each
+// of ds when ctx ends first.
+func (c *commitRun) lock(ds []*delivery) (unlock func(), ok bool) {
+	start := time.Now()
+	unlock, err := c.s.items.lock(c.ctx, written(ds))
+	if err != nil {
+		for _, d := range ds {
+			c.answer(d, Result{}, &ContendedError{Key: d.key.name, Attempts: d.tx.sends, Waited: time.Since(start),
+				Err: fmt.Errorf("waiting for this process's other transactions on the effect's items: %w", err)})
+		}
+		return nil, false
+	}
+	return unlock, true
 }
 
 // alone sends each of ds in a transaction of its own, from now on.

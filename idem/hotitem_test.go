@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,5 +129,85 @@ func TestTenCreditsToOneAccountInOneTransaction(t *testing.T) {
 	}
 	if n := e.claimCount(t); n != 10 {
 		t.Errorf("want 10 claims, got %d", n)
+	}
+}
+
+// refusedWhileOthersWait refuses the first delivery's transactions for
+// contention until the second delivery's transaction arrives or the hold
+// is over, and logs the order in which the two were sent.
+type refusedWhileOthersWait struct {
+	started chan struct{} // closed at the first refusal
+	hold    time.Duration
+
+	mu       sync.Mutex
+	until    time.Time
+	second   bool
+	sends    []string
+	refusals int
+}
+
+func (r *refusedWhileOthersWait) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	r.mu.Lock()
+	switch {
+	case bytes.Contains(body, []byte("second-delivery")):
+		r.second = true
+		r.sends = append(r.sends, "second")
+	case r.refusals == 0 || !r.second && time.Now().Before(r.until):
+		if r.refusals++; r.refusals == 1 {
+			r.until = time.Now().Add(r.hold)
+			close(r.started)
+		}
+		r.mu.Unlock()
+		return &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}}, Request: req,
+			Body: io.NopCloser(strings.NewReader(`{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict"}]}`))}, nil
+	default:
+		r.sends = append(r.sends, "first")
+	}
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestContendedDeliveryHoldsItsItemsThroughItsBackoff: a delivery whose
+// transaction another environment's contention refused keeps its items
+// while it backs off, so a second delivery here on the same account
+// waits its turn instead of sending into the same contention (and paying
+// for the refusal): the first commits before the second sends.
+func TestContendedDeliveryHoldsItsItemsThroughItsBackoff(t *testing.T) {
+	e := newEnv(t)
+	hot := &refusedWhileOthersWait{started: make(chan struct{}), hold: 500 * time.Millisecond}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: hot} }),
+		e.processed, func(o *idem.Options) {
+			o.WritesInOneRegion, o.BackoffBase, o.BackoffMax = true, time.Millisecond, 20*time.Millisecond
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(id string) {
+		_, err := store.Process(context.Background(), idem.Message{ID: id, Source: "hot"},
+			func(context.Context, idem.Message) (idem.Effect, error) {
+				return idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-hot", 1)}}, nil
+			})
+		if err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { deliver("first-delivery") })
+	<-hot.started
+	wg.Go(func() { deliver("second-delivery") })
+	wg.Wait()
+	if want := []string{"first", "second"}; !slices.Equal(hot.sends, want) {
+		t.Errorf("transactions sent after the refusal: want %v, got %v (%d refusals)", want, hot.sends, hot.refusals)
+	}
+	if got := e.balance(t, "acc-hot"); got != 2 {
+		t.Errorf("balance: want 2, got %d", got)
 	}
 }
