@@ -32,15 +32,28 @@ type overlaps struct {
 	sizes  []int
 }
 
-func (o *overlaps) RoundTrip(req *http.Request) (*http.Response, error) {
+// transactBody is req's body when req is a TransactWriteItems call (req
+// keeps a copy to send), else nil.
+func transactBody(req *http.Request) ([]byte, error) {
 	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
-		return http.DefaultTransport.RoundTrip(req)
+		return nil, nil
 	}
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		return nil, err
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}
+
+func (o *overlaps) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := transactBody(req)
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		return http.DefaultTransport.RoundTrip(req)
+	}
 	var in struct{ TransactItems []json.RawMessage }
 	_ = json.Unmarshal(body, &in)
 	hot := bytes.Contains(body, []byte(o.marker))
@@ -147,14 +160,13 @@ type refusedWhileOthersWait struct {
 }
 
 func (r *refusedWhileOthersWait) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
-		return http.DefaultTransport.RoundTrip(req)
-	}
-	body, err := io.ReadAll(req.Body)
+	body, err := transactBody(req)
 	if err != nil {
 		return nil, err
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
+	if body == nil {
+		return http.DefaultTransport.RoundTrip(req)
+	}
 	r.mu.Lock()
 	switch {
 	case bytes.Contains(body, []byte("second-delivery")):
