@@ -12,7 +12,7 @@ import (
 func waitInFlight(t *testing.T, s *Server, key string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for s.InFlight(key) < n {
+	for s.InFlight(key) != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("expect %d request(s) with key %q in flight, got %d", n, key, s.InFlight(key))
 		}
