@@ -215,10 +215,12 @@ func (c *commitRun) send(ds []*delivery) (again []*delivery) {
 }
 
 // lock takes the items ds's effects write (itemlock.go), or answers each
-// of ds when ctx ends first.
+// of ds when the time for contention runs out first (retries.until), so
+// that a delivery kept waiting by another here that holds its items
+// through a backoff still answers before its deadline.
 func (c *commitRun) lock(ds []*delivery) (unlock func(), ok bool) {
 	start := time.Now()
-	unlock, err := c.s.items.lock(c.ctx, written(ds))
+	unlock, err := c.s.items.lock(c.ctx, written(ds), c.retries.until(c.ctx))
 	if err != nil {
 		for _, d := range ds {
 			c.answer(d, Result{}, &ContendedError{Key: d.key.name, Attempts: d.tx.sends, Waited: time.Since(start),
@@ -272,10 +274,12 @@ func (c *commitRun) refused(d *delivery, err error, sent *sendLog) bool {
 			return false
 		}
 	}
-	if lh, ok := errors.AsType[*LeaseHeldError](err); ok && d.tx.kind == freshClaim && lh.ended(c.s.opts.Now()) {
-		d.tx.kind, d.tx.over = overEndedLease, &lh.stored
-		c.measure([]*delivery{d})
-		return true
+	if d.tx.kind == freshClaim {
+		if lh, ok := errors.AsType[*LeaseHeldError](err); ok && lh.ended(c.s.opts.Now()) {
+			d.tx.kind, d.tx.over = overEndedLease, &lh.stored
+			c.measure([]*delivery{d})
+			return true
+		}
 	}
 	if retry {
 		d.tx.retries.start, d.tx.refusal = c.retries.start, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -221,5 +222,70 @@ func TestContendedDeliveryHoldsItsItemsThroughItsBackoff(t *testing.T) {
 	}
 	if got := e.balance(t, "acc-hot"); got != 2 {
 		t.Errorf("balance: want 2, got %d", got)
+	}
+}
+
+// refusedUntilReleased refuses the transactions naming marker for
+// contention until released is closed.
+type refusedUntilReleased struct {
+	marker   string
+	refused  chan struct{} // closed at the first refusal
+	released chan struct{}
+	once     sync.Once
+}
+
+func (r *refusedUntilReleased) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := transactBody(req)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-r.released:
+	default:
+		if bytes.Contains(body, []byte(r.marker)) {
+			r.once.Do(func() { close(r.refused) })
+			return &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}}, Request: req,
+				Body: io.NopCloser(strings.NewReader(`{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict"}]}`))}, nil
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestWaitForHeldItemsEndsBeforeTheDeadline: a delivery kept waiting by
+// another here that holds their item through a long contention gives up
+// while its time for contention lasts (a *ContendedError, before its
+// context's deadline), so its caller still has time to answer; nothing of
+// it commits, and the holder commits once the contention is over.
+func TestWaitForHeldItemsEndsBeforeTheDeadline(t *testing.T) {
+	e := newEnv(t)
+	hot := &refusedUntilReleased{marker: "holder-delivery", refused: make(chan struct{}), released: make(chan struct{})}
+	store, err := idem.New(idemtest.Client(idemtest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: hot} }),
+		e.processed, func(o *idem.Options) {
+			o.WritesInOneRegion, o.BackoffBase, o.BackoffMax = true, time.Millisecond, 20*time.Millisecond
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	credit := func(context.Context, idem.Message) (idem.Effect, error) {
+		return idem.Effect{Writes: []types.TransactWriteItem{e.credit("acc-hot", 1)}}, nil
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := store.Process(context.Background(), idem.Message{ID: "holder-delivery", Source: "hot"}, credit); err != nil {
+			t.Errorf("holder: %v", err)
+		}
+	})
+	<-hot.refused
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	_, err = store.Process(ctx, idem.Message{ID: "waiting-delivery", Source: "hot"}, credit)
+	early := ctx.Err() == nil
+	close(hot.released)
+	wg.Wait()
+	if ce, ok := errors.AsType[*idem.ContendedError](err); !ok || !early {
+		t.Errorf("want a *ContendedError before the deadline, got %v (%T), the deadline passed: %v", err, ce, !early)
+	}
+	if got := e.balance(t, "acc-hot"); got != 1 {
+		t.Errorf("balance: want 1, the holder's, got %d", got)
 	}
 }

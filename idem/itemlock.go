@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // DynamoDB cancels a transaction that meets an item another transaction
@@ -32,8 +33,9 @@ type itemLock struct {
 
 // lock takes the items ts (sorted in place), in one order (so that two transactions never
 // wait on each other), waiting while another transaction of the Store
-// holds one; unlock gives them back. An error is ctx's, nothing held.
-func (l *itemLocks) lock(ctx context.Context, ts []target) (unlock func(), err error) {
+// holds one, until ctx ends or until; unlock gives them back. An error is
+// ctx's or context.DeadlineExceeded, nothing held.
+func (l *itemLocks) lock(ctx context.Context, ts []target, until time.Time) (unlock func(), err error) {
 	if len(ts) == 0 {
 		return func() {}, nil
 	}
@@ -72,6 +74,7 @@ func (l *itemLocks) lock(ctx context.Context, ts []target) (unlock func(), err e
 		}
 		l.mu.Unlock()
 	}
+	var expired <-chan time.Time // made once a wait begins: most locks are free
 	for _, il := range locks {
 		select {
 		case il.turn <- struct{}{}: // free: taken, whatever ctx says
@@ -79,12 +82,20 @@ func (l *itemLocks) lock(ctx context.Context, ts []target) (unlock func(), err e
 			continue
 		default:
 		}
+		if expired == nil {
+			t := time.NewTimer(time.Until(until))
+			defer t.Stop()
+			expired = t.C
+		}
 		select {
 		case il.turn <- struct{}{}:
 			taken++
 		case <-ctx.Done():
 			release()
 			return nil, ctx.Err()
+		case <-expired:
+			release()
+			return nil, context.DeadlineExceeded
 		}
 	}
 	return release, nil
